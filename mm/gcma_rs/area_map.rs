@@ -1,0 +1,884 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Page-state map of a GCMA reserved area.
+//!
+//! The area holds `nr_pages` pages, numbered from 0.  Every page carries two
+//! bits, as in the GCMA design:
+//!
+//! * the *primary* bit: the page belongs to a contiguous allocation of a
+//!   primary client;
+//! * the *secondary* bit: the page is lent to a secondary client, which
+//!   keeps only discardable data in it.
+//!
+//! A primary allocation looks at the primary bits only: it may claim pages
+//! that are lent to secondary clients, whose data must then be discarded.
+//! A secondary client only ever borrows a page whose two bits are clear.
+//!
+//! # Searching
+//!
+//! A plain first-fit scan of the primary bitmap costs time linear in the
+//! size of the area.  This map keeps two summaries next to the bitmaps, in
+//! one caller-provided buffer:
+//!
+//! * An implicit segment tree over the words of the primary bitmap (one
+//!   leaf per word of `usize::BITS` pages).  Every inner node stores, for
+//!   the pages below it, the longest run of pages free of primary owners and
+//!   the lengths of such runs at its start and at its end.  Leaves are not
+//!   stored: they are computed from their bitmap word when needed.  The
+//!   lowest-addressed run of `count` free pages is found in `O(log n)` node
+//!   visits; when the alignment does not fit at the start found, the search
+//!   goes on from the next aligned page, so the result is exactly the
+//!   lowest aligned fit (first fit).  Claiming or releasing `count` pages
+//!   recomputes `O(count / BITS + log n)` nodes, and stops going up as soon
+//!   as a node comes out unchanged.
+//! * A hierarchical bitset of the words that hold a page free in both
+//!   bitmaps: level 0 has one bit per bitmap word, each higher level one bit
+//!   per word of the level below, up to a single word.  Lending and
+//!   returning a secondary page cost `O(log n / log BITS)`.
+//!
+//! Secondary pages are lent from the highest free address down, while
+//! primary allocations take the lowest fit: this keeps lent pages away from
+//! where contiguous allocations land, so fewer of them need discarding.
+//!
+//! # Concurrency contract
+//!
+//! The map itself is plain data: the caller serialises every call, e.g.
+//! with a spinlock.  Discarding secondary data may sleep or take other
+//! locks, so it happens outside that lock, in three steps:
+//!
+//! 1. Under the lock, [`AreaMap::alloc_primary`] sets the primary bits of
+//!    the range found and reports how many of its pages are still lent
+//!    ([`AllocOutcome::lent`]).  From then on [`AreaMap::lend_secondary`]
+//!    never hands out any page of the range, because its primary bits are
+//!    set.
+//! 2. Without the lock, the caller asks the secondary side to drop the data
+//!    of each lent page of the range.  It may find them one at a time with
+//!    [`AreaMap::next_lent`], taking the lock only around that call, or
+//!    collect them under the lock with [`AreaMap::lent_in`].  A secondary
+//!    client that gives a page back meanwhile calls
+//!    [`AreaMap::return_secondary`] as usual; that is allowed for a page
+//!    awaiting discard too.
+//! 3. Under the lock again, [`AreaMap::finish_discard`] clears the secondary
+//!    bits that remain in the range.  Once the secondary side has dropped a
+//!    page, it must not return it any more (doing so after step 3 fails with
+//!    `EINVAL`).
+//!
+//! Only after step 3 may the range be handed to the primary client or
+//! released: [`AreaMap::release_primary`] refuses with `EBUSY` a range that
+//! still holds lent pages.
+
+use core::ops::DerefMut;
+use kernel::prelude::*;
+
+/// Pages per bitmap word.
+const BITS: usize = usize::BITS as usize;
+
+/// Words of the summary holding the [`Runs`] of one inner tree node.
+const RUN_FIELDS: usize = 3;
+
+/// Most levels the availability bitset can have: enough for any area that
+/// fits in the address space (each level divides the words by `BITS`).
+const MAX_LEVELS: usize = 12;
+
+/// Number of `usize` words each of the two bitmaps needs for `nr_pages`.
+pub(crate) const fn bitmap_words(nr_pages: usize) -> usize {
+    nr_pages.div_ceil(BITS)
+}
+
+/// Layout of the availability bitset of `nr_words` bitmap words: the number
+/// of levels and the words they take, or `None` if more than `MAX_LEVELS`.
+const fn avail_layout(nr_words: usize) -> Option<(usize, usize)> {
+    let (mut levels, mut total, mut len) = (0, 0, nr_words);
+    loop {
+        len = len.div_ceil(BITS);
+        // `len <= nr_words`, so the total stays below `2 * nr_words`.
+        total += len;
+        levels += 1;
+        if levels > MAX_LEVELS {
+            return None;
+        }
+        if len <= 1 {
+            return Some((levels, total));
+        }
+    }
+}
+
+/// Number of `usize` words the summary buffer needs for `nr_pages`, or
+/// `None` if that number or the page span of the tree does not fit in a
+/// `usize`.
+pub(crate) const fn summary_words(nr_pages: usize) -> Option<usize> {
+    let words = bitmap_words(nr_pages);
+    let leaves = match words.checked_next_power_of_two() {
+        Some(leaves) => leaves,
+        None => return None,
+    };
+    // The root spans `leaves * BITS` pages: all lengths and positions the
+    // tree handles are bounded by that, so it must be representable.
+    if leaves.checked_mul(BITS).is_none() {
+        return None;
+    }
+    let (runs, avail) = match (leaves.checked_mul(RUN_FIELDS), avail_layout(words)) {
+        (Some(runs), Some((_, avail))) => (runs, avail),
+        _ => return None,
+    };
+    runs.checked_add(avail)
+}
+
+/// Returns a word with the low `n` bits set.
+const fn low_bits(n: usize) -> usize {
+    if n >= BITS {
+        usize::MAX
+    } else {
+        (1usize << n) - 1
+    }
+}
+
+/// Length of the longest run of set bits in `f`.
+fn longest_run(f: usize) -> usize {
+    if f == usize::MAX {
+        return BITS;
+    }
+    let mut x = f;
+    let mut best = 0;
+    while x != 0 {
+        // `x != 0`, so fewer than `BITS` trailing zeros.
+        x >>= x.trailing_zeros();
+        let run = x.trailing_ones();
+        best = best.max(run as usize);
+        x = x.checked_shr(run).unwrap_or(0);
+    }
+    best
+}
+
+/// Free runs of a range of pages with respect to the primary bitmap.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Runs {
+    /// Longest run of pages free of primary owners.
+    max: usize,
+    /// Free pages at the start of the range.
+    pre: usize,
+    /// Free pages at the end of the range.
+    suf: usize,
+}
+
+impl Runs {
+    /// Runs of one word whose free pages are the set bits of `f`.
+    fn of_word(f: usize) -> Runs {
+        Runs {
+            max: longest_run(f),
+            pre: f.trailing_ones() as usize,
+            suf: f.leading_ones() as usize,
+        }
+    }
+
+    /// Runs of two adjacent ranges of `half` pages each.
+    fn join(l: Runs, r: Runs, half: usize) -> Runs {
+        Runs {
+            max: l.max.max(r.max).max(l.suf + r.pre),
+            pre: if l.pre == half { half + r.pre } else { l.pre },
+            suf: if r.suf == half { half + l.suf } else { r.suf },
+        }
+    }
+}
+
+/// Outcome of a search step.
+enum Scan {
+    /// A free window starts at this page.
+    Found(usize),
+    /// No window found; this many free pages end the range searched.
+    Carry(usize),
+}
+
+/// Looks for a window of `k` free pages in one word of free-page mask `f`
+/// whose first page is `pos`, given `carry` free pages just before `pos`.
+fn scan_word(f: usize, pos: usize, carry: usize, k: usize) -> Scan {
+    let pre = f.trailing_ones() as usize;
+    if carry + pre >= k {
+        return Scan::Found(pos - carry);
+    }
+    if pre == BITS {
+        return Scan::Carry(carry + BITS);
+    }
+    if k <= BITS {
+        // The first run is the prefix, shorter than `k`: any later run long
+        // enough is the answer.
+        let mut x = f;
+        let mut off = 0usize;
+        while x != 0 {
+            let tz = x.trailing_zeros();
+            x >>= tz;
+            off += tz as usize;
+            let run = x.trailing_ones();
+            if run as usize >= k {
+                return Scan::Found(pos + off);
+            }
+            x = x.checked_shr(run).unwrap_or(0);
+            off += run as usize;
+        }
+    }
+    Scan::Carry(f.leading_ones() as usize)
+}
+
+/// A primary allocation made by [`AreaMap::alloc_primary`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AllocOutcome {
+    /// First page of the range, relative to the area.
+    pub(crate) start: usize,
+    /// Number of pages in the range.
+    pub(crate) count: usize,
+    /// Pages of the range that are lent to secondary clients and must be
+    /// discarded before the range is used (see the module documentation).
+    pub(crate) lent: usize,
+}
+
+/// The page-state map of one reserved area.
+///
+/// `S` is the caller-provided storage, e.g. `KVec<usize>` in the kernel or
+/// `Vec<usize>` on the host; see [`bitmap_words`] and [`summary_words`] for
+/// the lengths required.
+pub(crate) struct AreaMap<S> {
+    /// Pages in the area.
+    nr_pages: usize,
+    /// Words in each bitmap.
+    nr_words: usize,
+    /// Leaves of the tree: `nr_words` rounded up to a power of two.
+    leaves: usize,
+    /// Valid bits of the last bitmap word.
+    tail_mask: usize,
+    /// Levels of the availability bitset.
+    levels: usize,
+    /// Offset in `summary` of each level of the availability bitset.
+    level_off: [usize; MAX_LEVELS],
+    /// Primary bitmap, one bit per page.
+    primary: S,
+    /// Secondary bitmap, one bit per page.
+    secondary: S,
+    /// The tree, then the availability bitset.
+    ///
+    /// Tree nodes are numbered from the root, 1, the children of node `i`
+    /// being `2 * i` and `2 * i + 1`; nodes `leaves..2 * leaves` are the
+    /// leaves, not stored.  The [`Runs`] of inner node `i` are at
+    /// `RUN_FIELDS * i` (words `0..RUN_FIELDS` are unused).  The levels of
+    /// the availability bitset follow, from level 0, at `level_off`.
+    summary: S,
+    /// Pages with the primary bit set.
+    primary_used: usize,
+    /// Pages with the secondary bit set.
+    secondary_lent: usize,
+    /// Pages with both bits set (claimed by a primary, awaiting discard).
+    pending: usize,
+    /// Pages with neither bit set.
+    free: usize,
+}
+
+/// Iterator over the lent pages of a range; see [`AreaMap::lent_in`].
+pub(crate) struct LentIter<'a, S> {
+    /// The map.
+    map: &'a AreaMap<S>,
+    /// Next page to look at.
+    next: usize,
+    /// End of the range (exclusive).
+    end: usize,
+}
+
+impl<S: DerefMut<Target = [usize]>> Iterator for LentIter<'_, S> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let page = self.map.next_lent(self.next, self.end)?;
+        self.next = page + 1;
+        Some(page)
+    }
+}
+
+impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
+    /// Creates the map of an area of `nr_pages` pages, all free.
+    ///
+    /// The buffers must have exactly [`bitmap_words`] words (`primary`,
+    /// `secondary`) and [`summary_words`] words (`summary`); they are
+    /// cleared.  Fails with `EINVAL` on `nr_pages == 0` or a wrong length.
+    pub(crate) fn new(nr_pages: usize, primary: S, secondary: S, summary: S) -> Result<Self> {
+        if nr_pages == 0 {
+            return Err(EINVAL);
+        }
+        let nr_words = bitmap_words(nr_pages);
+        let summary_len = summary_words(nr_pages).ok_or(EINVAL)?;
+        if primary.len() != nr_words || secondary.len() != nr_words || summary.len() != summary_len
+        {
+            return Err(EINVAL);
+        }
+        // `summary_words` succeeded, so neither of these fails or overflows.
+        let leaves = nr_words.checked_next_power_of_two().ok_or(EINVAL)?;
+        let (levels, _) = avail_layout(nr_words).ok_or(EINVAL)?;
+        let mut level_off = [0; MAX_LEVELS];
+        let (mut off, mut len) = (leaves * RUN_FIELDS, nr_words);
+        for slot in level_off.iter_mut().take(levels) {
+            *slot = off;
+            len = len.div_ceil(BITS);
+            off += len;
+        }
+        // `nr_words >= 1` and `nr_words * BITS >= nr_pages`.
+        let tail_mask = low_bits(nr_pages - (nr_words - 1) * BITS);
+        let mut map = AreaMap {
+            nr_pages,
+            nr_words,
+            leaves,
+            tail_mask,
+            levels,
+            level_off,
+            primary,
+            secondary,
+            summary,
+            primary_used: 0,
+            secondary_lent: 0,
+            pending: 0,
+            free: nr_pages,
+        };
+        map.primary.fill(0);
+        map.secondary.fill(0);
+        map.summary.fill(0);
+        // All-zero summaries describe an area whose pages are all used:
+        // mark every word changed.
+        map.refresh(0, nr_words - 1);
+        Ok(map)
+    }
+
+    /// Pages in the area.
+    pub(crate) fn nr_pages(&self) -> usize {
+        self.nr_pages
+    }
+
+    /// Pages owned by primary allocations.
+    pub(crate) fn primary_used(&self) -> usize {
+        self.primary_used
+    }
+
+    /// Pages lent to secondary clients, including those in a primary range
+    /// awaiting discard.
+    pub(crate) fn secondary_lent(&self) -> usize {
+        self.secondary_lent
+    }
+
+    /// Pages claimed by a primary allocation but still lent, i.e. awaiting
+    /// [`AreaMap::finish_discard`] or [`AreaMap::return_secondary`].
+    pub(crate) fn pending_discard(&self) -> usize {
+        self.pending
+    }
+
+    /// Pages neither primary-owned nor lent.
+    pub(crate) fn free(&self) -> usize {
+        self.free
+    }
+
+    /// Longest run of pages not owned by primary allocations (lent pages
+    /// count as free): no unaligned primary allocation larger than this can
+    /// succeed.
+    pub(crate) fn largest_primary_run(&self) -> usize {
+        self.runs(1).max
+    }
+
+    /// Whether `page` is owned by a primary allocation (false if out of
+    /// range).
+    pub(crate) fn is_primary(&self, page: usize) -> bool {
+        Self::bit(&self.primary, page)
+    }
+
+    /// Whether `page` is lent to a secondary client (false if out of range).
+    pub(crate) fn is_lent(&self, page: usize) -> bool {
+        Self::bit(&self.secondary, page)
+    }
+
+    /// Allocates `count` contiguous pages whose first page is a multiple of
+    /// `1 << align_order`, at the lowest such address where none of the
+    /// pages is primary-owned, and marks them primary-owned.
+    ///
+    /// Pages lent to secondary clients may be taken; [`AllocOutcome::lent`]
+    /// tells how many, and they must be discarded as described in the
+    /// module documentation.
+    ///
+    /// Errors, with the map unchanged: `EINVAL` if `count == 0` or
+    /// `align_order >= usize::BITS`; `ENOMEM` if `count > nr_pages` or no
+    /// such range is free.
+    pub(crate) fn alloc_primary(&mut self, count: usize, align_order: u32) -> Result<AllocOutcome> {
+        if count == 0 {
+            return Err(EINVAL);
+        }
+        let align = 1usize.checked_shl(align_order).ok_or(EINVAL)?;
+        if count > self.nr_pages {
+            return Err(ENOMEM);
+        }
+        let mut from = 0;
+        let start = loop {
+            let s = self.find(from, count).ok_or(ENOMEM)?;
+            let aligned = s.checked_next_multiple_of(align).ok_or(ENOMEM)?;
+            if aligned == s {
+                break s;
+            }
+            // No aligned start below `aligned` can fit: look again from there.
+            from = aligned;
+        };
+        let end = start + count;
+        let mut lent = 0;
+        for (w, m) in WordMasks::new(start, end) {
+            if let (Some(p), Some(s)) = (self.primary.get_mut(w), self.secondary.get(w)) {
+                *p |= m;
+                lent += (*s & m).count_ones() as usize;
+            }
+        }
+        self.refresh(start / BITS, (end - 1) / BITS);
+        self.primary_used += count;
+        self.pending += lent;
+        // The pages not lent were free.
+        self.free -= count - lent;
+        Ok(AllocOutcome { start, count, lent })
+    }
+
+    /// Releases the primary-owned pages `start..start + count`.
+    ///
+    /// A range may be released piecewise.  Errors, with the map unchanged:
+    /// `EINVAL` if `count == 0`, the range is out of the area or any of its
+    /// pages is not primary-owned; `EBUSY` if any of its pages is still lent
+    /// (see [`AreaMap::finish_discard`]).
+    pub(crate) fn release_primary(&mut self, start: usize, count: usize) -> Result {
+        let end = self.check_primary_range(start, count)?;
+        for (w, m) in WordMasks::new(start, end) {
+            if self.secondary.get(w).is_some_and(|s| s & m != 0) {
+                return Err(EBUSY);
+            }
+        }
+        for (w, m) in WordMasks::new(start, end) {
+            if let Some(p) = self.primary.get_mut(w) {
+                *p &= !m;
+            }
+        }
+        self.refresh(start / BITS, (end - 1) / BITS);
+        self.primary_used -= count;
+        self.free += count;
+        Ok(())
+    }
+
+    /// Returns the first lent page in `from..end` (clamped to the area), if
+    /// any.
+    pub(crate) fn next_lent(&self, from: usize, end: usize) -> Option<usize> {
+        let end = end.min(self.nr_pages);
+        if from >= end {
+            return None;
+        }
+        let mut w = from / BITS;
+        let mut bits = self.secondary.get(w)? & (usize::MAX << (from % BITS));
+        loop {
+            if bits != 0 {
+                let page = w * BITS + bits.trailing_zeros() as usize;
+                return if page < end { Some(page) } else { None };
+            }
+            w += 1;
+            if w * BITS >= end {
+                return None;
+            }
+            bits = *self.secondary.get(w)?;
+        }
+    }
+
+    /// Iterates over the lent pages of `start..start + count`.
+    ///
+    /// Fails with `EINVAL` if the range is empty or out of the area.
+    pub(crate) fn lent_in(&self, start: usize, count: usize) -> Result<LentIter<'_, S>> {
+        let end = self.check_range(start, count)?;
+        Ok(LentIter {
+            map: self,
+            next: start,
+            end,
+        })
+    }
+
+    /// Clears the secondary bits left in the primary-owned range
+    /// `start..start + count`, once the secondary side has dropped their
+    /// data.  Returns the number of pages cleared.
+    ///
+    /// Fails with `EINVAL`, changing nothing, if `count == 0`, the range is
+    /// out of the area or any of its pages is not primary-owned.
+    pub(crate) fn finish_discard(&mut self, start: usize, count: usize) -> Result<usize> {
+        let end = self.check_primary_range(start, count)?;
+        let mut cleared = 0;
+        for (w, m) in WordMasks::new(start, end) {
+            if let Some(s) = self.secondary.get_mut(w) {
+                cleared += (*s & m).count_ones() as usize;
+                *s &= !m;
+            }
+        }
+        // The pages stay primary-owned: no summary changes.
+        self.secondary_lent -= cleared;
+        self.pending -= cleared;
+        Ok(cleared)
+    }
+
+    /// Lends to a secondary client a page that is neither primary-owned nor
+    /// lent, the highest-addressed one, and returns it.
+    ///
+    /// Fails with `ENOMEM` if there is none.
+    pub(crate) fn lend_secondary(&mut self) -> Result<usize> {
+        if self.free == 0 {
+            return Err(ENOMEM);
+        }
+        // Down the availability bitset, taking the highest bit at each level.
+        let mut w = 0;
+        for level in (0..self.levels).rev() {
+            let word = self.avail_word(level, w);
+            if word == 0 {
+                return Err(ENOMEM);
+            }
+            w = w * BITS + (BITS - 1 - word.leading_zeros() as usize);
+        }
+        let candidates = self.both_free(w);
+        if candidates == 0 {
+            return Err(ENOMEM);
+        }
+        let bit = BITS - 1 - candidates.leading_zeros() as usize;
+        if let Some(s) = self.secondary.get_mut(w) {
+            *s |= 1usize << bit;
+        }
+        self.update_avail(w);
+        self.secondary_lent += 1;
+        self.free -= 1;
+        Ok(w * BITS + bit)
+    }
+
+    /// Takes back the lent page `page`.  Allowed for a page claimed by a
+    /// primary allocation and awaiting discard, too.
+    ///
+    /// Fails with `EINVAL`, changing nothing, if `page` is out of the area
+    /// or not lent.
+    pub(crate) fn return_secondary(&mut self, page: usize) -> Result {
+        if page >= self.nr_pages {
+            return Err(EINVAL);
+        }
+        let w = page / BITS;
+        let m = 1usize << (page % BITS);
+        let (Some(&p), Some(s)) = (self.primary.get(w), self.secondary.get_mut(w)) else {
+            return Err(EINVAL);
+        };
+        if *s & m == 0 {
+            return Err(EINVAL);
+        }
+        *s &= !m;
+        self.secondary_lent -= 1;
+        if p & m != 0 {
+            self.pending -= 1;
+        } else {
+            self.free += 1;
+            self.update_avail(w);
+        }
+        Ok(())
+    }
+
+    /// Checks the map's internal consistency: buffer lengths, no bit set
+    /// past the end of the area, counters equal to the bitmaps' contents,
+    /// every tree node equal to the join of its children and every bit of
+    /// the availability bitset telling whether the word below has a bit
+    /// set.
+    ///
+    /// Fails with `EINVAL` on the first inconsistency found.  Costs time
+    /// linear in the size of the area: for debugging and tests.
+    pub(crate) fn check_invariants(&self) -> Result {
+        let ok = |cond: bool| if cond { Ok(()) } else { Err(EINVAL) };
+        ok(self.primary.len() == self.nr_words)?;
+        ok(self.secondary.len() == self.nr_words)?;
+        ok(Some(self.summary.len()) == summary_words(self.nr_pages))?;
+        let last = self.nr_words - 1;
+        let past_end = !self.tail_mask;
+        ok(self.primary.get(last).is_some_and(|p| p & past_end == 0))?;
+        ok(self.secondary.get(last).is_some_and(|s| s & past_end == 0))?;
+
+        let (mut prim, mut lent, mut both) = (0usize, 0usize, 0usize);
+        for (p, s) in self.primary.iter().zip(self.secondary.iter()) {
+            prim += p.count_ones() as usize;
+            lent += s.count_ones() as usize;
+            both += (p & s).count_ones() as usize;
+        }
+        ok(prim == self.primary_used)?;
+        ok(lent == self.secondary_lent)?;
+        ok(both == self.pending)?;
+        let free = (self.nr_pages + self.pending)
+            .checked_sub(self.primary_used + self.secondary_lent)
+            .ok_or(EINVAL)?;
+        ok(self.free == free)?;
+
+        // Each level, bottom up: nodes `lo..hi` have children of `half` pages.
+        let (mut lo, mut hi, mut half) = (self.leaves / 2, self.leaves, BITS);
+        while lo >= 1 {
+            for i in lo..hi {
+                let runs = Runs::join(self.runs(2 * i), self.runs(2 * i + 1), half);
+                ok(self.runs(i) == runs)?;
+            }
+            hi = lo;
+            lo /= 2;
+            half *= 2;
+        }
+
+        // Each level of the availability bitset, bottom up: bit `j` tells
+        // whether word `j` below has a bit set, for `j < len`.
+        let mut len = self.nr_words;
+        for level in 0..self.levels {
+            for j in 0..len.div_ceil(BITS) * BITS {
+                let below = if j >= len {
+                    false
+                } else if level == 0 {
+                    self.both_free(j) != 0
+                } else {
+                    self.avail_word(level - 1, j) != 0
+                };
+                let bit = self.avail_word(level, j / BITS) & (1usize << (j % BITS)) != 0;
+                ok(bit == below)?;
+            }
+            len = len.div_ceil(BITS);
+        }
+        ok(len == 1)
+    }
+
+    /// Reads bit `page` of `map`.
+    fn bit(map: &[usize], page: usize) -> bool {
+        map.get(page / BITS)
+            .is_some_and(|w| w & (1usize << (page % BITS)) != 0)
+    }
+
+    /// Validates `start..start + count` as a non-empty range of the area and
+    /// returns its end.
+    fn check_range(&self, start: usize, count: usize) -> Result<usize> {
+        match start.checked_add(count) {
+            Some(end) if count > 0 && end <= self.nr_pages => Ok(end),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// As [`Self::check_range`], and also requires every page of the range
+    /// to be primary-owned.
+    fn check_primary_range(&self, start: usize, count: usize) -> Result<usize> {
+        let end = self.check_range(start, count)?;
+        for (w, m) in WordMasks::new(start, end) {
+            match self.primary.get(w) {
+                Some(&p) if p & m == m => {}
+                _ => return Err(EINVAL),
+            }
+        }
+        Ok(end)
+    }
+
+    /// Valid bits of bitmap word `w`.
+    fn valid_mask(&self, w: usize) -> usize {
+        if w + 1 == self.nr_words {
+            self.tail_mask
+        } else if w < self.nr_words {
+            usize::MAX
+        } else {
+            0
+        }
+    }
+
+    /// Mask of the pages of word `w` free of primary owners (0 for a padding
+    /// leaf past the area).
+    fn leaf_free(&self, w: usize) -> usize {
+        self.primary.get(w).map_or(0, |p| !p & self.valid_mask(w))
+    }
+
+    /// Mask of the pages of word `w` free in both bitmaps.
+    fn both_free(&self, w: usize) -> usize {
+        match (self.primary.get(w), self.secondary.get(w)) {
+            (Some(p), Some(s)) => !p & !s & self.valid_mask(w),
+            _ => 0,
+        }
+    }
+
+    /// Word `j` of level `level` of the availability bitset.
+    fn avail_word(&self, level: usize, j: usize) -> usize {
+        match self.level_off.get(level) {
+            Some(&off) if level < self.levels => self.summary.get(off + j).copied().unwrap_or(0),
+            _ => 0,
+        }
+    }
+
+    /// Brings the availability bitset up to date after a change to bitmap
+    /// word `w`.
+    fn update_avail(&mut self, w: usize) {
+        let (mut j, mut set) = (w, self.both_free(w) != 0);
+        for level in 0..self.levels {
+            let Some(&off) = self.level_off.get(level) else {
+                return;
+            };
+            let Some(word) = self.summary.get_mut(off + j / BITS) else {
+                return;
+            };
+            let old = *word;
+            let bit = 1usize << (j % BITS);
+            *word = if set { old | bit } else { old & !bit };
+            if (old == 0) == (*word == 0) {
+                // The level above does not change.
+                return;
+            }
+            set = *word != 0;
+            j /= BITS;
+        }
+    }
+
+    /// Runs of tree node `i`: stored for an inner node (`i < leaves`),
+    /// computed from bitmap word `i - leaves` for a leaf.
+    fn runs(&self, i: usize) -> Runs {
+        if i >= self.leaves {
+            return Runs::of_word(self.leaf_free(i - self.leaves));
+        }
+        match self.summary.get(i * RUN_FIELDS..(i + 1) * RUN_FIELDS) {
+            Some(&[max, pre, suf]) => Runs { max, pre, suf },
+            _ => Runs::default(),
+        }
+    }
+
+    /// Stores the runs of inner node `i`.
+    fn set_runs(&mut self, i: usize, r: Runs) {
+        if let Some(slot) = self.summary.get_mut(i * RUN_FIELDS..(i + 1) * RUN_FIELDS) {
+            slot.copy_from_slice(&[r.max, r.pre, r.suf]);
+        }
+    }
+
+    /// Brings the summaries up to date after a change to the primary bits
+    /// of bitmap words `first..=last`.
+    fn refresh(&mut self, first: usize, last: usize) {
+        for w in first..=last {
+            self.update_avail(w);
+        }
+        self.refresh_runs(first, last);
+    }
+
+    /// Recomputes the runs of the ancestors of leaves `first..=last`.
+    ///
+    /// Levels are recomputed whole while they hold more than one ancestor;
+    /// from the lowest common ancestor up, only until a node comes out
+    /// unchanged, as then so would all above it.
+    fn refresh_runs(&mut self, first: usize, last: usize) {
+        let (mut lo, mut hi, mut half) =
+            ((first + self.leaves) / 2, (last + self.leaves) / 2, BITS);
+        if lo == 0 {
+            // A single leaf, which is the root: nothing stored.
+            return;
+        }
+        while lo < hi {
+            for i in lo..=hi {
+                let runs = Runs::join(self.runs(2 * i), self.runs(2 * i + 1), half);
+                self.set_runs(i, runs);
+            }
+            lo /= 2;
+            hi /= 2;
+            half *= 2;
+        }
+        let mut i = lo;
+        loop {
+            let runs = Runs::join(self.runs(2 * i), self.runs(2 * i + 1), half);
+            if runs == self.runs(i) {
+                return;
+            }
+            self.set_runs(i, runs);
+            if i == 1 {
+                return;
+            }
+            i /= 2;
+            half *= 2;
+        }
+    }
+
+    /// Looks for `k` free pages in the subtree of node `i`, which spans the
+    /// `len` pages from `pos`, given `carry` free pages just before `pos`.
+    fn scan_subtree(
+        &self,
+        mut i: usize,
+        mut pos: usize,
+        mut len: usize,
+        mut carry: usize,
+        k: usize,
+    ) -> Scan {
+        loop {
+            if i >= self.leaves {
+                return scan_word(self.leaf_free(i - self.leaves), pos, carry, k);
+            }
+            let n = self.runs(i);
+            if carry + n.pre >= k {
+                return Scan::Found(pos - carry);
+            }
+            if n.max < k {
+                return Scan::Carry(if n.pre == len { carry + len } else { n.suf });
+            }
+            // The window lies inside this node, and starts in the left child
+            // if that holds it (alone or with the carry), else in the right.
+            len /= 2;
+            let l = self.runs(2 * i);
+            if carry + l.pre >= k || l.max >= k {
+                i *= 2;
+            } else {
+                carry = if l.pre == len { carry + len } else { l.suf };
+                i = 2 * i + 1;
+                pos += len;
+            }
+        }
+    }
+
+    /// Returns the lowest page `s >= from` such that pages `s..s + k` are
+    /// all free of primary owners; `k` must be at least 1.
+    fn find(&self, from: usize, k: usize) -> Option<usize> {
+        if from >= self.nr_pages || k > self.nr_pages - from {
+            return None;
+        }
+        let w = from / BITS;
+        let f = self.leaf_free(w) & (usize::MAX << (from % BITS));
+        let mut pos = w * BITS;
+        let mut carry = match scan_word(f, pos, 0, k) {
+            Scan::Found(s) => return Some(s),
+            Scan::Carry(c) => c,
+        };
+        // Visit the maximal subtrees right of leaf `w`, left to right: each
+        // is the next node, raised while it is a left child.
+        let (mut i, mut len) = (w + self.leaves, BITS);
+        loop {
+            pos += len;
+            i += 1;
+            if pos >= self.nr_pages || i.is_power_of_two() {
+                return None;
+            }
+            while i % 2 == 0 {
+                i /= 2;
+                len *= 2;
+            }
+            match self.scan_subtree(i, pos, len, carry, k) {
+                Scan::Found(s) => return Some(s),
+                Scan::Carry(c) => carry = c,
+            }
+        }
+    }
+}
+
+/// Iterator over the bitmap words of a page range, with the mask of the
+/// range's pages in each word.
+struct WordMasks {
+    /// Next page.
+    page: usize,
+    /// End of the range (exclusive).
+    end: usize,
+}
+
+impl WordMasks {
+    /// Words of pages `start..end`.
+    fn new(start: usize, end: usize) -> Self {
+        WordMasks { page: start, end }
+    }
+}
+
+impl Iterator for WordMasks {
+    type Item = (usize, usize);
+
+    fn next(&mut self) -> Option<(usize, usize)> {
+        if self.page >= self.end {
+            return None;
+        }
+        let w = self.page / BITS;
+        let lo = self.page % BITS;
+        let hi = (self.end - w * BITS).min(BITS);
+        self.page = w * BITS + hi;
+        Some((w, low_bits(hi) & !low_bits(lo)))
+    }
+}

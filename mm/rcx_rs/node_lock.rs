@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Per-NUMA-node lock words.
+//!
+//! Each RCX item carries one lock word per possible NUMA node.  Updaters on
+//! node `n` compete only for word `n` of an item, so two updaters on
+//! different nodes never write the same cache line in phase 1 of an update.
+//! For that to hold, every word sits alone on its cache line: a word shares
+//! its line with neither another word nor the item's other fields.
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+use kernel::{
+    alloc::Flags,
+    mm::numa::{self, NodeId},
+    prelude::*,
+};
+
+/// Size of the cache lines RCX pads to.  x86-64 and arm64 use 64 bytes;
+/// a larger line only costs false sharing, never correctness.
+pub const CACHE_LINE: usize = 64;
+
+/// A value alone on its own cache line.
+#[repr(C, align(64))]
+pub struct CacheAligned<T>(pub T);
+
+kernel::static_assert!(core::mem::align_of::<CacheAligned<u8>>() == CACHE_LINE);
+kernel::static_assert!(core::mem::size_of::<CacheAligned<AtomicUsize>>() == CACHE_LINE);
+
+/// The value of a lock word nobody holds.
+const FREE: usize = 0;
+
+/// One lock word per possible NUMA node.
+///
+/// A word holds [`FREE`] or the non-zero token of the updater that won it.
+///
+/// # Invariants
+///
+/// `words.len() == numa::nr_node_ids()`.
+pub struct NodeLocks {
+    words: KVec<CacheAligned<AtomicUsize>>,
+}
+
+impl NodeLocks {
+    /// Allocates one free word for each possible node.
+    pub fn new(flags: Flags) -> Result<Self> {
+        let n = numa::nr_node_ids();
+        let mut words = KVec::with_capacity(n, flags)?;
+        for _ in 0..n {
+            words.push(CacheAligned(AtomicUsize::new(FREE)), flags)?;
+        }
+        // INVARIANT: one word was pushed per possible node.
+        Ok(Self { words })
+    }
+
+    fn word(&self, node: NodeId) -> &AtomicUsize {
+        // By the type invariants of `NodeLocks` and `NodeId`, the index is in
+        // bounds; indexing cannot panic.
+        &self.words[node.index()].0
+    }
+
+    /// Tries to take `node`'s word for the updater identified by `token`.
+    ///
+    /// Returns `EINVAL` for the reserved token 0 and `EBUSY` if the word is
+    /// held.  Success has acquire ordering: what the previous holder wrote
+    /// before releasing the word is visible.
+    pub fn try_lock(&self, node: NodeId, token: usize) -> Result {
+        if token == FREE {
+            return Err(EINVAL);
+        }
+        self.word(node)
+            .compare_exchange(FREE, token, Ordering::Acquire, Ordering::Relaxed)
+            .map(|_| ())
+            .map_err(|_| EBUSY)
+    }
+
+    /// Releases `node`'s word held by `token`, with release ordering.
+    ///
+    /// Returns `EPERM`, and leaves the word alone, if `token` does not hold it.
+    pub fn unlock(&self, node: NodeId, token: usize) -> Result {
+        self.word(node)
+            .compare_exchange(token, FREE, Ordering::Release, Ordering::Relaxed)
+            .map(|_| ())
+            .map_err(|_| EPERM)
+    }
+
+    /// Returns the token holding `node`'s word, if any.
+    pub fn holder(&self, node: NodeId) -> Option<usize> {
+        match self.word(node).load(Ordering::Relaxed) {
+            FREE => None,
+            t => Some(t),
+        }
+    }
+
+    /// Returns the number of words, i.e. `nr_node_ids` at creation.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Returns whether there are no words (never true on a booted system).
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Returns the address of `node`'s word, for layout checks.
+    pub fn word_addr(&self, node: NodeId) -> usize {
+        self.word(node) as *const AtomicUsize as usize
+    }
+}

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit suites written in Rust, for any crate of the kernel.
+//!
+//! The doctests of the `kernel` crate are gathered into one generated suite.
+//! Crates elsewhere in the tree (for example `mm/*_rs`) declare their own
+//! suites with [`kunit_suite!`](crate::kunit_suite): the macro builds the
+//! `struct kunit_case` table and the `struct kunit_suite`, and places a
+//! pointer to the suite in the `.kunit_test_suites` section, where KUnit
+//! finds suites of built-in code at boot and of modules at load time.
+//!
+//! A test case is a plain function returning [`Result`].  Returning an error
+//! fails the case; [`kunit_expect!`](crate::kunit_expect) and
+//! [`kunit_expect_eq!`](crate::kunit_expect_eq) record a failure and let the
+//! case go on, so one run reports every broken expectation.
+//!
+//! C header: [`include/kunit/test.h`](srctree/include/kunit/test.h)
+
+use crate::{bindings, error::Result, str::CStr};
+use core::{ffi::c_void, fmt};
+
+/// Signature of the function behind one test case.
+pub type CaseFn = fn() -> Result;
+
+/// Length of `struct kunit_suite::name`, including the terminating NUL.
+const SUITE_NAME_LEN: usize = 256;
+
+/// Builds one `struct kunit_case` that runs `run`.
+///
+/// Used by [`kunit_suite!`](crate::kunit_suite); not meant to be called directly.
+#[doc(hidden)]
+pub const fn case(
+    name: &'static CStr,
+    run: unsafe extern "C" fn(*mut bindings::kunit),
+) -> bindings::kunit_case {
+    // SAFETY: `kunit_case` is a C struct of pointers, integers and enums for
+    // which all-zero is the documented "unset" value KUnit expects.
+    let mut c: bindings::kunit_case = unsafe { core::mem::zeroed() };
+    c.run_case = Some(run);
+    c.name = name.as_char_ptr();
+    c
+}
+
+/// The all-zero `struct kunit_case` that terminates a case table.
+#[doc(hidden)]
+pub const fn case_terminator() -> bindings::kunit_case {
+    // SAFETY: KUnit stops at the first case whose `run_case` is NULL; all-zero
+    // is a valid value of this C struct.
+    unsafe { core::mem::zeroed() }
+}
+
+/// Builds a `struct kunit_suite` named `name` over the case table `cases`.
+///
+/// The name must be shorter than 256 bytes and must not contain NUL bytes;
+/// both are checked at compile time when called from a `static` initializer.
+#[doc(hidden)]
+pub const fn suite(name: &str, cases: *mut bindings::kunit_case) -> bindings::kunit_suite {
+    let bytes = name.as_bytes();
+    assert!(
+        !bytes.is_empty() && bytes.len() < SUITE_NAME_LEN,
+        "KUnit suite names are 1 to 255 bytes long"
+    );
+    // SAFETY: all-zero is a valid `kunit_suite` (NULL callbacks, empty name,
+    // zeroed private state), which is what KUnit expects of a fresh suite.
+    let mut s: bindings::kunit_suite = unsafe { core::mem::zeroed() };
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(bytes[i] != 0, "KUnit suite names cannot contain NUL");
+        s.name[i] = bytes[i] as _;
+        i += 1;
+    }
+    s.test_cases = cases;
+    s
+}
+
+/// Runs one case and reports an `Err` it returns as a KUnit failure.
+#[doc(hidden)]
+pub fn run_case(f: CaseFn, name: &str) {
+    if let Err(e) = f() {
+        fail(
+            crate::c_str!("<rust>"),
+            0,
+            format_args!("case {} returned {:?}", name, e),
+        );
+    }
+}
+
+/// Records a failure of the KUnit test the current task runs.
+///
+/// Outside a test (for example in a thread a test spawned) the failure can
+/// only be logged, which this function does with `pr_err!`.
+pub fn fail(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
+    // SAFETY: FFI call without preconditions.
+    let test = unsafe { bindings::kunit_get_current_test() };
+    if test.is_null() {
+        crate::pr_err!("KUnit failure outside a test at {}:{}: {}\n", file, line, args);
+        return;
+    }
+    // SAFETY: `file` is NUL-terminated and lives forever; `args` is a valid
+    // `fmt::Arguments` for the duration of the call, which is what the `%pA`
+    // specifier of the helper's format string expects.
+    unsafe {
+        bindings::kunit_fail_current(
+            file.as_char_ptr(),
+            line as _,
+            &args as *const _ as *const c_void,
+        )
+    };
+}
+
+/// Declares a KUnit suite whose cases are functions of type `fn() -> Result`.
+///
+/// # Examples
+///
+/// ```ignore
+/// fn adds_up() -> Result {
+///     kernel::kunit_expect_eq!(2 + 2, 4);
+///     Ok(())
+/// }
+///
+/// kernel::kunit_suite! {
+///     name: "example_rust_suite",
+///     cases: [adds_up],
+/// }
+/// ```
+///
+/// The example is not run as a doctest because a doctest cannot register a
+/// suite of its own; every crate under `mm/*_rs` uses the macro for real.
+#[macro_export]
+macro_rules! kunit_suite {
+    (name: $name:literal, cases: [$($case:ident),+ $(,)?] $(,)?) => {
+        #[doc(hidden)]
+        mod __kunit_suite {
+            $(
+                // The wrapper has the C signature KUnit calls and forwards to
+                // the Rust case of the same name in the parent module.
+                pub(super) unsafe extern "C" fn $case(_test: *mut $crate::bindings::kunit) {
+                    $crate::kunit::suite::run_case(super::$case, ::core::stringify!($case));
+                }
+            )+
+
+            static mut CASES: [$crate::bindings::kunit_case;
+                               [$(::core::stringify!($case)),+].len() + 1] = [
+                $($crate::kunit::suite::case(
+                    $crate::c_str!(::core::stringify!($case)),
+                    $case,
+                ),)+
+                $crate::kunit::suite::case_terminator(),
+            ];
+
+            static mut SUITE: $crate::bindings::kunit_suite =
+                // SAFETY: only the address of `CASES` is taken; KUnit is the
+                // only user of the table and serialises its accesses.
+                $crate::kunit::suite::suite($name, unsafe { &raw mut CASES }.cast());
+
+            // KUnit walks this section for suites of built-in code and of
+            // modules; the entry must survive dead-code elimination.
+            #[used]
+            #[link_section = ".kunit_test_suites"]
+            static mut ENTRY: *mut $crate::bindings::kunit_suite =
+                // SAFETY: only the address of `SUITE` is taken.
+                unsafe { &raw mut SUITE };
+        }
+    };
+}
+
+/// Checks a condition inside a KUnit case; on failure records it and goes on.
+///
+/// An optional format string and arguments describe the failure.
+#[macro_export]
+macro_rules! kunit_expect {
+    ($cond:expr $(,)?) => {
+        $crate::kunit_expect!($cond, "{}", ::core::stringify!($cond))
+    };
+    ($cond:expr, $($arg:tt)+) => {
+        if !$cond {
+            $crate::kunit::suite::fail(
+                $crate::c_str!(::core::file!()),
+                ::core::line!(),
+                ::core::format_args!($($arg)+),
+            );
+        }
+    };
+}
+
+/// Checks that two values are equal inside a KUnit case; on failure records
+/// both values and goes on.
+#[macro_export]
+macro_rules! kunit_expect_eq {
+    ($left:expr, $right:expr $(,)?) => {
+        match (&$left, &$right) {
+            (l, r) => {
+                if !(*l == *r) {
+                    $crate::kunit::suite::fail(
+                        $crate::c_str!(::core::file!()),
+                        ::core::line!(),
+                        ::core::format_args!(
+                            "{} == {} failed: {:?} != {:?}",
+                            ::core::stringify!($left),
+                            ::core::stringify!($right),
+                            l,
+                            r
+                        ),
+                    );
+                }
+            }
+        }
+    };
+}

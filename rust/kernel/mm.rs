@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Memory management: page geometry, contiguous buddy allocations and NUMA
+//! node identifiers.
+//!
+//! C headers: [`include/linux/mm.h`](srctree/include/linux/mm.h),
+//! [`include/linux/gfp.h`](srctree/include/linux/gfp.h),
+//! [`include/linux/nodemask.h`](srctree/include/linux/nodemask.h)
+
+pub mod buddy;
+pub mod numa;
+
+pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
+
+/// Largest order the buddy allocator hands out (`MAX_PAGE_ORDER`).
+pub const MAX_PAGE_ORDER: u32 = crate::bindings::MAX_PAGE_ORDER;
+
+/// Order of a PMD-sized (transparent huge) page: 9 on x86-64, i.e. 2 MiB.
+pub const PMD_ORDER: u32 = crate::bindings::PMD_SHIFT - crate::bindings::PAGE_SHIFT;
+
+/// Number of base pages in a block of the given order.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mm;
+///
+/// assert_eq!(mm::pages_in_order(0), 1);
+/// assert_eq!(mm::pages_in_order(mm::PMD_ORDER) * mm::PAGE_SIZE, 2 << 20);
+/// ```
+pub const fn pages_in_order(order: u32) -> usize {
+    1usize << order
+}

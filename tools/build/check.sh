@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Static checks of our code: rustfmt, clippy and checkpatch.
+#
+# Usage: tools/build/check.sh rustfmt|clippy|checkpatch|all
+#
+# rustfmt   the kernel's 'make rustfmtcheck' on the prepared tree
+# clippy    a CLIPPY=1 build of the KUnit kernel; any warning in our code
+#           fails (warnings in upstream code are listed, not counted)
+# checkpatch  scripts/checkpatch.pl on the exported series: errors fail
+
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/tools/build/env.sh"
+what=${1:-all}
+
+# Our Rust files, as kernel-tree paths.
+ours() {
+	(cd "$repo" && find rust mm samples -name '*.rs' 2>/dev/null | sort)
+}
+
+rc=0
+do_rustfmt() {
+	python3 "$repo/tools/build/tree.py" prepare >/dev/null || return 1
+	echo "check: rustfmtcheck"
+	local out
+	out=$(make -s -C "$RSMM_KSRC" O="$RSMM_BUILD/kunit" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" \
+		rustfmtcheck 2>&1)
+	local st=$?
+	if [ $st -ne 0 ]; then
+		echo "$out" | head -n 60
+		echo "check: rustfmt: differences found (run 'make -C build/linux O=../kunit LLVM=-16 rustfmt')" >&2
+		return 1
+	fi
+	echo "check: rustfmt clean"
+}
+
+do_clippy() {
+	python3 "$repo/tools/build/tree.py" prepare >/dev/null || return 1
+	[ -f "$RSMM_BUILD/kunit/.config" ] || "$repo/tools/kunit/run.sh" --build-only || return 1
+	echo "check: CLIPPY=1 build of the KUnit kernel"
+	local log="$RSMM_BUILD/clippy.log"
+	make -C "$RSMM_KSRC" O="$RSMM_BUILD/kunit" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" CLIPPY=1 \
+		-j"$(nproc)" vmlinux >"$log" 2>&1
+	local st=$?
+	# Warnings name their file on a "  --> path:line:col" line.
+	local files hits=0
+	files=$(ours | sed 's|^|/|')
+	while read -r loc; do
+		for f in $files; do
+			case "$loc" in *"$f":*) echo "check: clippy: $loc"; hits=$((hits + 1)) ;; esac
+		done
+	done < <(grep -E '^ +--> ' "$log" | sed -E 's/^ +--> //' | sort -u)
+	if [ $st -ne 0 ]; then
+		grep -E '^(error|warning)' -A6 "$log" | head -n 60
+		echo "check: clippy build failed; see $log" >&2
+		return 1
+	fi
+	if [ $hits -ne 0 ]; then
+		grep -E '^warning' -A8 "$log" | head -n 80
+		echo "check: clippy: $hits warning(s) in our code; see $log" >&2
+		return 1
+	fi
+	echo "check: clippy clean in our code ($(grep -c '^warning' "$log") warning line(s) elsewhere)"
+}
+
+do_checkpatch() {
+	python3 "$repo/tools/build/tree.py" export || return 1
+	"$repo/tools/build/checkpatch.sh"
+}
+
+case "$what" in
+rustfmt) do_rustfmt || rc=1 ;;
+clippy) do_clippy || rc=1 ;;
+checkpatch) do_checkpatch || rc=1 ;;
+all)
+	do_rustfmt || rc=1
+	do_clippy || rc=1
+	do_checkpatch || rc=1
+	;;
+*) echo "check: unknown check '$what' (rustfmt, clippy, checkpatch, all)" >&2; exit 2 ;;
+esac
+exit $rc

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make demo: build the performance kernel, boot it in QEMU with a GCMA area,
+# two emulated NUMA nodes and two vCPUs, and print what the subsystems
+# report (and, as they land, the benchmark tables).
+
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/tools/build/env.sh"
+
+"$repo/tools/build/perf-kernel.sh"
+python3 "$repo/tools/scenarios/run.py" --kernel "$RSMM_BUILD/perf/arch/x86/boot/bzImage" \
+	--scenario demo --smp 2 --numa 2 --mem 2G --log-dir "$RSMM_BUILD/demo-logs" --show-output

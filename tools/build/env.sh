@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by the build and test scripts: where things are and how the
+# kernel is built.  The rustup rustc that comes first in PATH has no
+# rust-src, so the kernel build always names Debian's rustc-web.
+
+RSMM_REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+RSMM_BUILD="$RSMM_REPO/build"
+RSMM_KSRC="$RSMM_BUILD/linux"
+export PATH="$HOME/.cargo/bin:$PATH"
+
+# ccache keeps C objects across clean clones on the same machine; paths
+# are made relative to the repository so a clone elsewhere still hits.
+export CCACHE_BASEDIR="$RSMM_REPO"
+export CCACHE_NOHASHDIR=1
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+# Fixed build stamps keep init/version.c and friends identical between runs.
+export KBUILD_BUILD_TIMESTAMP="${KBUILD_BUILD_TIMESTAMP:-2026-01-01}"
+export KBUILD_BUILD_USER=rsmm KBUILD_BUILD_HOST=rsmm
+
+RSMM_MAKE_OPTS=(LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc BINDGEN=bindgen)
+if command -v ccache >/dev/null 2>&1 && [ "${RSMM_NO_CCACHE:-0}" != 1 ]; then
+	RSMM_MAKE_OPTS+=("CC=ccache clang-16")
+fi

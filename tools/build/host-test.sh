@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Host tier: cargo test over the tools/host workspace, where the shared
+# modules of mm/*_rs build unchanged against a shim of the kernel crate.
+# Prints "host: N passed, N failed" last.
+
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/tools/build/env.sh"
+cd "$repo/tools/host" || exit 2
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+cargo test --workspace --release 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+# "test result: ok. 12 passed; 0 failed; 0 ignored; ..." once per test binary.
+passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | grep -oE '[0-9]+ passed' |
+	 grep -oE '[0-9]+' | paste -sd+ | bc)
+failed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed; [0-9]+ failed' "$log" |
+	 grep -oE '[0-9]+ failed' | grep -oE '[0-9]+' | paste -sd+ | bc)
+passed=${passed:-0}
+failed=${failed:-0}
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+	echo "host: cargo test failed to build or run (exit $rc)" >&2
+	failed=1
+fi
+if [ "$passed" -eq 0 ] && [ "$failed" -eq 0 ]; then
+	echo "host: no test ran" >&2
+	failed=1
+fi
+echo "host: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Installs and verifies the toolchain this project builds with.  Idempotent:
+# packages already present are not reinstalled; every tool is version-checked
+# and a failure names the tool and how to fix it.
+#
+# Usage: tools/build/setup.sh [--check]
+#   --check   verify only, install nothing
+
+set -euo pipefail
+
+check_only=0
+[ "${1:-}" = "--check" ] && check_only=1
+
+die() { echo "setup: error: $*" >&2; exit 1; }
+say() { echo "setup: $*"; }
+
+# Debian packages the build, the kernel tree and the QEMU tiers need.
+PKGS=(
+	linux-source-6.12 rustc-web rust-web-src
+	clang-16 lld-16 llvm-16 libclang-16-dev
+	make flex bison bc libelf-dev libssl-dev cpio xz-utils rsync kmod
+	python3 perl git ccache
+	qemu-system-x86 busybox-static gcc libc6-dev
+)
+BINDGEN_VERSION=0.70.1
+
+[ -r /etc/debian_version ] || die "this setup supports Debian bookworm only (no /etc/debian_version)"
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+	[ $check_only = 1 ] && die "missing Debian packages: ${missing[*]} (run: make setup)"
+	[ "$(id -u)" = 0 ] || die "missing packages ${missing[*]}; run as root or: sudo apt-get install ${missing[*]}"
+	avail_kb=$(df -Pk / | awk 'NR==2 {print $4}')
+	[ "$avail_kb" -gt 4000000 ] || die "less than 4 GiB free on / for packages; free some space"
+	say "installing: ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq || die "apt-get update failed; check the Debian mirrors in /etc/apt/sources.list*"
+	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+		die "apt-get install failed for: ${missing[*]}"
+fi
+
+# bindgen: the kernel's Rust bindings need bindgen-cli; 0.70.1 is the verified one.
+export PATH="$HOME/.cargo/bin:$PATH"
+have_bindgen=$(bindgen --version 2>/dev/null | awk '{print $2}' || true)
+if [ "$have_bindgen" != "$BINDGEN_VERSION" ]; then
+	[ $check_only = 1 ] && die "bindgen $BINDGEN_VERSION not found (have '${have_bindgen:-none}'; run: make setup)"
+	command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (host tests need it) or Debian's cargo"
+	say "installing bindgen-cli $BINDGEN_VERSION with cargo (about 2 minutes)"
+	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION" ||
+		die "cargo install bindgen-cli $BINDGEN_VERSION failed"
+fi
+
+# Version checks.  The rustup rustc that comes first in PATH has no rust-src,
+# so the kernel build always names /usr/bin/rustc explicitly.
+/usr/bin/rustc --version 2>/dev/null | grep -q '^rustc 1\.9[0-9]' ||
+	die "/usr/bin/rustc is not Debian's rustc-web 1.9x: $(/usr/bin/rustc --version 2>&1 || true); apt-get install rustc-web"
+sysroot=$(/usr/bin/rustc --print sysroot)
+[ -f "$sysroot/lib/rustlib/src/rust/library/core/src/lib.rs" ] ||
+	die "rust-src for /usr/bin/rustc is missing under $sysroot/lib/rustlib/src; apt-get install rust-web-src"
+clang-16 --version | grep -q 'version 16\.' || die "clang-16 is not LLVM 16; apt-get install clang-16"
+ld.lld-16 --version | grep -q 'LLD 16\.' || die "ld.lld-16 is not LLD 16; apt-get install lld-16"
+[ -n "$(ls /usr/lib/llvm-16/lib/libclang*.so* 2>/dev/null)" ] || die "libclang 16 missing; apt-get install libclang-16-dev"
+qemu-system-x86_64 --version | grep -qE 'version [7-9]\.' || die "qemu-system-x86_64 7.x or newer required; apt-get install qemu-system-x86"
+[ -x /bin/busybox ] || die "/bin/busybox missing; apt-get install busybox-static"
+ls /usr/src/linux-source-6.12.tar.* >/dev/null 2>&1 || die "no /usr/src/linux-source-6.12.tar.*; apt-get install linux-source-6.12"
+command -v cargo >/dev/null || die "cargo not found for host tests: install Rust (rustup) or apt-get install cargo"
+
+say "toolchain ok: $(/usr/bin/rustc --version), bindgen $(bindgen --version | awk '{print $2}'), $(clang-16 --version | head -1), $(qemu-system-x86_64 --version | head -1)"

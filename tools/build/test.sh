@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make test: every tier, in order of speed, each timed.  A failing tier
+# does not stop the later ones; the summary counts tests of all tiers and
+# ends with one line "N passed, N failed".  Exit status is non-zero on any
+# failure.
+
+set -uo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/tools/build/env.sh"
+cd "$repo"
+
+total_pass=0
+total_fail=0
+report=()
+
+tier() {
+	local name=$1; shift
+	local log="$RSMM_BUILD/test-$name.log" start end line p f
+	mkdir -p "$RSMM_BUILD"
+	echo "=== $name: $*"
+	start=$(date +%s)
+	"$@" 2>&1 | tee "$log"
+	local rc=${PIPESTATUS[0]}
+	end=$(date +%s)
+	line=$(grep -E "^($name: )?[0-9]+ passed, [0-9]+ failed" "$log" | tail -n 1)
+	p=$(echo "$line" | sed -nE 's/^([a-z]+: )?([0-9]+) passed.*/\2/p')
+	f=$(echo "$line" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
+	p=${p:-0}
+	f=${f:-0}
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		f=1
+	fi
+	total_pass=$((total_pass + p))
+	total_fail=$((total_fail + f))
+	report+=("$(printf '%-10s %4d passed %3d failed %5ds' "$name" "$p" "$f" $((end - start)))")
+}
+
+tier host tools/build/host-test.sh
+tier kunit tools/kunit/run.sh
+tier scenarios python3 tools/scenarios/run.py --kernel "$RSMM_BUILD/kunit/arch/x86/boot/bzImage" \
+	--scenario all --log-dir "$RSMM_BUILD/scenario-logs"
+
+echo
+echo "=== summary"
+printf '%s\n' "${report[@]}"
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

@@ -1,0 +1,356 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Prepare the kernel tree this project builds, and export our work as a series.
+
+The repository mirrors the kernel tree: new files sit at their kernel paths
+(rust/, mm/, include/, samples/, Documentation/, ...), and the few edits to
+existing kernel files are unified diffs in patches/.  patches/series lists the
+logical changes, in order; each names the new files and the diffs it carries.
+
+  tree.py prepare   extract Debian's linux-source-6.12 into build/linux (once),
+                    record it in git as tag 'pristine', then resync the overlay
+                    and the patched files.  Only files whose content changed
+                    are written, so kbuild rebuilds incrementally.
+  tree.py export    write out/series/*.patch: one commit per series entry on
+                    top of the pristine tree, 'git format-patch' output, and
+                    check that 'git am' applies it to a pristine clone.
+  tree.py verify    check that patches/series covers every overlay file and
+                    every diff exactly once (run by export and prepare).
+
+Only the directories in OVERLAY_DIRS are ever copied into the kernel tree;
+top-level files of this repository (Makefile, README.md, ...) never are.
+"""
+
+import argparse
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+KSRC = os.path.join(REPO, "build", "linux")
+PATCH_DIR = os.path.join(REPO, "patches")
+SERIES = os.path.join(PATCH_DIR, "series")
+STATE = os.path.join(KSRC, ".rsmm-state")
+OVERLAY_DIRS = ["Documentation", "arch", "include", "init", "kernel", "lib",
+                "mm", "rust", "samples"]
+AUTHOR = "Rust MM developers <rust-mm@example.org>"
+
+
+class TreeError(Exception):
+    pass
+
+
+def run(cmd, cwd=None, capture=False, env=None, input_data=None):
+    res = subprocess.run(cmd, cwd=cwd, env=env, input=input_data,
+                         stdout=subprocess.PIPE if capture else None,
+                         stderr=subprocess.PIPE if capture else None)
+    if res.returncode != 0:
+        err = res.stderr.decode(errors="replace") if capture and res.stderr else ""
+        raise TreeError("command failed (%d): %s\n%s" % (res.returncode, " ".join(cmd), err))
+    return res.stdout
+
+
+def git(args, cwd=KSRC, capture=True, env=None, input_data=None):
+    return run(["git", "-c", "core.quotepath=off"] + args, cwd=cwd,
+               capture=capture, env=env, input_data=input_data)
+
+
+def overlay_files():
+    """Files of ours that go into the kernel tree, relative paths."""
+    files = []
+    for d in OVERLAY_DIRS:
+        top = os.path.join(REPO, d)
+        for root, dirs, names in os.walk(top):
+            dirs[:] = [x for x in dirs if not x.startswith(".") and x != "target"]
+            for n in names:
+                if n.endswith((".orig", ".rej", "~")) or n.startswith(".#"):
+                    continue
+                files.append(os.path.relpath(os.path.join(root, n), REPO))
+    return sorted(files)
+
+
+def parse_series():
+    """Parses patches/series into a list of entries.
+
+    Format: blocks separated by a line '---'.  Each block has header lines
+    'Subject:', 'Files:' and 'Patches:' (space-separated, may repeat), then
+    'Body:' followed by the commit message body up to the end of the block.
+    """
+    if not os.path.exists(SERIES):
+        raise TreeError("missing %s" % SERIES)
+    entries = []
+    with open(SERIES, encoding="utf-8") as f:
+        text = f.read()
+    for n, block in enumerate(text.split("\n---\n")):
+        lines = [l for l in block.strip("\n").split("\n")]
+        lines = [l for l in lines if not l.startswith("#")]
+        if not any(l.strip() for l in lines):
+            continue
+        e = {"subject": None, "files": [], "patches": [], "body": []}
+        in_body = False
+        for l in lines:
+            if in_body:
+                e["body"].append(l)
+            elif l.startswith("Subject:"):
+                e["subject"] = l[len("Subject:"):].strip()
+            elif l.startswith("Files:"):
+                e["files"] += l[len("Files:"):].split()
+            elif l.startswith("Patches:"):
+                e["patches"] += l[len("Patches:"):].split()
+            elif l.startswith("Body:"):
+                in_body = True
+            elif l.strip():
+                raise TreeError("series entry %d: unexpected line %r" % (n + 1, l))
+        if not e["subject"]:
+            raise TreeError("series entry %d has no Subject:" % (n + 1))
+        e["body"] = "\n".join(e["body"]).strip("\n")
+        if not e["body"]:
+            raise TreeError("series entry '%s' has no Body:" % e["subject"])
+        entries.append(e)
+    return entries
+
+
+def verify(entries, strict=True):
+    """Checks that the series covers every overlay file and diff once.
+
+    Files missing from the series are an error when exporting; while
+    developing (prepare) they only draw a warning.
+    """
+    files = set(overlay_files())
+    seen = {}
+    for e in entries:
+        for f in e["files"]:
+            if f in seen:
+                raise TreeError("%s is listed twice in patches/series" % f)
+            if f not in files:
+                raise TreeError("patches/series names %s, which is not an overlay file" % f)
+            seen[f] = e["subject"]
+        for p in e["patches"]:
+            if p in seen:
+                raise TreeError("patch %s is listed twice in patches/series" % p)
+            if not os.path.exists(os.path.join(PATCH_DIR, p)):
+                raise TreeError("patches/series names missing patch %s" % p)
+            seen[p] = e["subject"]
+    missing = sorted(files - set(seen))
+    if missing:
+        msg = "overlay files not in any patches/series entry: " + ", ".join(missing)
+        if strict:
+            raise TreeError(msg)
+        print("tree: warning: " + msg, file=sys.stderr)
+    stray = sorted(set(os.path.basename(p) for p in glob.glob(os.path.join(PATCH_DIR, "*.patch")))
+                   - set(seen))
+    if stray:
+        raise TreeError("patches not listed in patches/series: " + ", ".join(stray))
+
+
+def patched_paths(patch):
+    paths = []
+    with open(patch, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("+++ "):
+                p = line[4:].strip().split("\t")[0]
+                if p == "/dev/null":
+                    continue
+                if p.startswith("b/"):
+                    p = p[2:]
+                paths.append(p)
+    return paths
+
+
+def ensure_pristine():
+    if os.path.isdir(os.path.join(KSRC, ".git")):
+        return
+    tars = sorted(glob.glob("/usr/src/linux-source-6.12.tar.*"))
+    if not tars:
+        raise TreeError("no /usr/src/linux-source-6.12.tar.*: run 'make setup' "
+                        "(apt-get install linux-source-6.12)")
+    if os.path.exists(KSRC):
+        raise TreeError("%s exists but is not a prepared tree; remove it "
+                        "(make distclean) and run again" % KSRC)
+    st = os.statvfs(os.path.dirname(KSRC) if os.path.exists(os.path.dirname(KSRC)) else REPO)
+    if st.f_bavail * st.f_frsize < 8 << 30:
+        raise TreeError("less than 8 GiB free under %s: the kernel tree and builds need more"
+                        % os.path.dirname(KSRC))
+    os.makedirs(os.path.dirname(KSRC), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="linux-extract.", dir=os.path.dirname(KSRC))
+    print("tree: extracting %s" % tars[-1], flush=True)
+    run(["tar", "-xf", tars[-1], "-C", tmp])
+    subdirs = os.listdir(tmp)
+    if len(subdirs) != 1:
+        raise TreeError("unexpected tarball layout in %s" % tars[-1])
+    src = os.path.join(tmp, subdirs[0])
+    print("tree: recording the pristine tree in git", flush=True)
+    git(["init", "-q", "-b", "pristine-base"], cwd=src)
+    git(["add", "-A", "-f", "."], cwd=src)
+    version = run(["make", "-s", "kernelversion"], cwd=src, capture=True).decode().strip()
+    env = dict(os.environ, GIT_AUTHOR_NAME="Debian linux-source-6.12",
+               GIT_AUTHOR_EMAIL="debian-kernel@lists.debian.org",
+               GIT_COMMITTER_NAME="rsmm tree.py", GIT_COMMITTER_EMAIL="rsmm@localhost",
+               GIT_AUTHOR_DATE="2000-01-01T00:00:00Z", GIT_COMMITTER_DATE="2000-01-01T00:00:00Z")
+    git(["commit", "-q", "-m", "Linux %s (Debian linux-source-6.12, pristine)" % version],
+        cwd=src, env=env)
+    git(["tag", "pristine"], cwd=src)
+    os.rename(src, KSRC)
+    os.rmdir(tmp)
+
+
+def write_if_changed(dst, data, changed):
+    try:
+        with open(dst, "rb") as f:
+            if f.read() == data:
+                return
+    except FileNotFoundError:
+        pass
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    tmp = dst + ".rsmm-tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, dst)
+    changed.append(os.path.relpath(dst, KSRC))
+
+
+def pristine_blob(path):
+    try:
+        return git(["show", "pristine:" + path])
+    except TreeError:
+        return None
+
+
+def prepare(entries):
+    ensure_pristine()
+    changed = []
+    old = set()
+    if os.path.exists(STATE):
+        with open(STATE, encoding="utf-8") as f:
+            old = set(l.strip() for l in f if l.strip())
+
+    # New files of ours.
+    files = overlay_files()
+    for rel in files:
+        if pristine_blob(rel) is not None:
+            raise TreeError("%s exists in the pristine kernel: change it with a diff in "
+                            "patches/, not by overlaying a copy" % rel)
+        with open(os.path.join(REPO, rel), "rb") as f:
+            write_if_changed(os.path.join(KSRC, rel), f.read(), changed)
+
+    # Existing kernel files we edit: pristine content plus our diffs, in series order.
+    patched = []
+    with tempfile.TemporaryDirectory(prefix="rsmm-stage.") as stage:
+        for e in entries:
+            for p in e["patches"]:
+                pfile = os.path.join(PATCH_DIR, p)
+                for rel in patched_paths(pfile):
+                    if rel in files:
+                        raise TreeError("%s patches %s, which is our own file: edit it directly"
+                                        % (p, rel))
+                    if rel not in patched:
+                        blob = pristine_blob(rel)
+                        if blob is None:
+                            raise TreeError("%s patches %s, which is not in the pristine tree"
+                                            % (p, rel))
+                        os.makedirs(os.path.dirname(os.path.join(stage, rel)), exist_ok=True)
+                        with open(os.path.join(stage, rel), "wb") as f:
+                            f.write(blob)
+                        patched.append(rel)
+                res = subprocess.run(["git", "apply", "--whitespace=nowarn", pfile], cwd=stage,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+                if res.returncode != 0:
+                    raise TreeError("patch %s does not apply:\n%s"
+                                    % (p, res.stdout.decode(errors="replace")))
+        for rel in patched:
+            with open(os.path.join(stage, rel), "rb") as f:
+                write_if_changed(os.path.join(KSRC, rel), f.read(), changed)
+
+    # Files we owned before but no longer: back to pristine, or gone.
+    for rel in sorted(old - set(files) - set(patched)):
+        blob = pristine_blob(rel)
+        dst = os.path.join(KSRC, rel)
+        if blob is None:
+            if os.path.exists(dst):
+                os.unlink(dst)
+                changed.append(rel + " (removed)")
+        else:
+            write_if_changed(dst, blob, changed)
+
+    with open(STATE, "w", encoding="utf-8") as f:
+        f.write("\n".join(sorted(set(files) | set(patched))) + "\n")
+    if changed:
+        print("tree: updated %d file(s): %s" % (len(changed), " ".join(changed[:12]) +
+                                               (" ..." if len(changed) > 12 else "")))
+    else:
+        print("tree: up to date")
+
+
+def export(entries, outdir):
+    ensure_pristine()
+    outdir = os.path.abspath(outdir)
+    work = tempfile.mkdtemp(prefix="rsmm-series.")
+    try:
+        git(["clone", "-q", "--shared", "--no-checkout", KSRC, work], cwd=REPO)
+        git(["checkout", "-q", "-b", "rsmm-series", "pristine"], cwd=work)
+        name, email = AUTHOR.rsplit(" <", 1)
+        env = dict(os.environ, GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email[:-1],
+                   GIT_COMMITTER_NAME=name, GIT_COMMITTER_EMAIL=email[:-1])
+        for e in entries:
+            for rel in e["files"]:
+                dst = os.path.join(work, rel)
+                os.makedirs(os.path.dirname(dst), exist_ok=True)
+                shutil.copyfile(os.path.join(REPO, rel), dst)
+                if os.access(os.path.join(REPO, rel), os.X_OK):
+                    os.chmod(dst, 0o755)
+            for p in e["patches"]:
+                git(["apply", "--whitespace=nowarn", os.path.join(PATCH_DIR, p)], cwd=work)
+            git(["add", "-A"], cwd=work)
+            msg = "%s\n\n%s\n" % (e["subject"], e["body"])
+            git(["commit", "-q", "-s", "-F", "-"], cwd=work, env=env, input_data=msg.encode())
+        if os.path.isdir(outdir):
+            for old in glob.glob(os.path.join(outdir, "*.patch")):
+                os.unlink(old)
+        os.makedirs(outdir, exist_ok=True)
+        git(["format-patch", "-q", "--no-signature", "-o", outdir, "pristine..rsmm-series"],
+            cwd=work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+    # Prove the series applies with 'git am' to a pristine clone.
+    check = tempfile.mkdtemp(prefix="rsmm-am.")
+    try:
+        git(["clone", "-q", "--shared", "--no-checkout", KSRC, check], cwd=REPO)
+        git(["checkout", "-q", "-b", "am-check", "pristine"], cwd=check)
+        patches = sorted(glob.glob(os.path.join(outdir, "*.patch")))
+        git(["-c", "user.name=am check", "-c", "user.email=am@localhost", "am", "-q"] + patches,
+            cwd=check)
+        print("tree: exported %d patch(es) to %s; 'git am' applies them to the pristine tree"
+              % (len(patches), os.path.relpath(outdir, REPO)))
+    finally:
+        shutil.rmtree(check, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("command", choices=["prepare", "export", "verify"])
+    ap.add_argument("--out", default=os.path.join(REPO, "out", "series"),
+                    help="output directory for export (default: out/series)")
+    args = ap.parse_args()
+    try:
+        entries = parse_series()
+        verify(entries, strict=args.command != "prepare")
+        if args.command == "prepare":
+            prepare(entries)
+        elif args.command == "export":
+            export(entries, args.out)
+        else:
+            print("tree: patches/series covers %d overlay file(s) and %d diff(s) in %d entries"
+                  % (len(overlay_files()), sum(len(e["patches"]) for e in entries), len(entries)))
+    except TreeError as e:
+        print("tree: error: %s" % e, file=sys.stderr)
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

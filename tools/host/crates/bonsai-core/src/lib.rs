@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host build of the Bonsai tree, `mm/bonsai_rs/tree/`, compiled unchanged
+//! against the kernel-crate shim.
+//!
+//! This crate root plays the part of the kernel crate root
+//! (`mm/bonsai_rs/bonsai.rs`): it provides the `platform` seam (`std`
+//! atomics, or `loom`'s under `--cfg loom`) and, in [`host_rcu`], a small
+//! RCU stand-in implementing [`tree::ReadSide`].
+//!
+//! Run the loom model with
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`.
+
+// The kernel's lints for Rust code, so the shared modules are held to them
+// here too.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, unreachable_pub, clippy::undocumented_unsafe_blocks)]
+
+/// The atomics the shared modules use.
+pub(crate) mod platform {
+    #[cfg(loom)]
+    pub(crate) use loom::sync::atomic::{AtomicPtr, Ordering};
+
+    #[cfg(not(loom))]
+    pub(crate) use core::sync::atomic::{AtomicPtr, Ordering};
+}
+
+#[path = "../../../../../mm/bonsai_rs/tree/mod.rs"]
+pub mod tree;
+
+pub mod bench;
+pub mod host_rcu;
+pub mod host_tree;
+pub mod rng;
+
+#[cfg(all(test, not(loom)))]
+mod tests;

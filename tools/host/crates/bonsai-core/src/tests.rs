@@ -1,0 +1,448 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Unit tests of the shared tree modules.
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use kernel::alloc::fault;
+use kernel::prelude::*;
+
+use crate::host_rcu::NoReclaim;
+use crate::host_tree::HostTree;
+use crate::rng::Rng;
+use crate::tree::{BalanceParams, CheckReport, NodeReserve, RetiredList, Tree, Writer, MAX_DEPTH};
+
+const BOTH: [BalanceParams; 2] = [BalanceParams::HIRAI_YAMAMOTO, BalanceParams::PAPER];
+
+/// A tree with its reserve and retired list, driven single-threaded.
+struct Bare<V> {
+    tree: Tree<V>,
+    reserve: NodeReserve<V>,
+    retired: RetiredList<V>,
+}
+
+impl<V> Bare<V> {
+    fn new(params: BalanceParams) -> Self {
+        Self {
+            tree: Tree::with_params(params),
+            reserve: NodeReserve::new(),
+            retired: RetiredList::new(),
+        }
+    }
+
+    fn w<R>(&mut self, f: impl FnOnce(&mut Writer<'_, V>) -> R) -> R {
+        // SAFETY: `&mut self` serialises writers: this is the only one.
+        let mut w = unsafe { self.tree.writer(&mut self.reserve, &mut self.retired) };
+        f(&mut w)
+    }
+
+    fn fill(&mut self) {
+        let n = self.tree.reserve_bound();
+        self.reserve.fill(n, GFP_KERNEL).unwrap();
+    }
+
+    fn insert(&mut self, start: usize, end: usize, v: V) -> Result {
+        self.fill();
+        self.w(|w| w.insert(start, end, v).map_err(Error::from))
+    }
+
+    fn remove(&mut self, start: usize) -> Result {
+        self.fill();
+        self.w(|w| w.remove(start))
+    }
+
+    fn check(&mut self) -> CheckReport {
+        self.w(|w| w.check()).expect("invariant violated")
+    }
+
+    fn ranges(&self) -> Vec<(usize, usize)> {
+        self.tree
+            .iter(&NoReclaim)
+            .map(|e| (e.start, e.end))
+            .collect()
+    }
+
+    fn reclaim(&mut self) {
+        let list = core::mem::take(&mut self.retired);
+        // SAFETY: single-threaded: no lookup is running.
+        unsafe { list.free() };
+    }
+}
+
+impl<V> Drop for Bare<V> {
+    fn drop(&mut self) {
+        self.reclaim();
+    }
+}
+
+#[test]
+fn empty_tree() {
+    let mut t = Bare::<u32>::new(BalanceParams::default());
+    let g = NoReclaim;
+    assert!(t.tree.is_empty());
+    assert!(t.tree.find(&g, 0).is_none());
+    assert!(t.tree.find(&g, usize::MAX).is_none());
+    assert!(t.tree.find_from(&g, 0).is_none());
+    assert_eq!(t.tree.iter(&g).count(), 0);
+    assert_eq!(t.remove(0), Err(ENOENT));
+    assert_eq!(t.check(), CheckReport::default());
+}
+
+#[test]
+fn rejects_empty_ranges() {
+    let mut t = Bare::new(BalanceParams::default());
+    assert_eq!(t.insert(5, 5, 0), Err(EINVAL));
+    assert_eq!(t.insert(6, 5, 0), Err(EINVAL));
+    assert_eq!(t.insert(usize::MAX, usize::MAX, 0), Err(EINVAL));
+    assert!(t.tree.is_empty());
+}
+
+#[test]
+fn rejects_overlaps() {
+    let mut t = Bare::new(BalanceParams::default());
+    t.insert(100, 200, 1).unwrap();
+    for (s, e) in [
+        (100, 200),
+        (50, 101),
+        (199, 300),
+        (120, 130),
+        (0, 1000),
+        (150, 151),
+    ] {
+        let err = t.w(|w| w.insert(s, e, 9)).unwrap_err();
+        assert_eq!(err.error, EEXIST, "[{s}, {e})");
+        assert_eq!(err.value, 9);
+    }
+    // Adjacent ranges do not overlap.
+    t.insert(50, 100, 2).unwrap();
+    t.insert(200, 250, 3).unwrap();
+    assert_eq!(t.ranges(), vec![(50, 100), (100, 200), (200, 250)]);
+    t.check();
+}
+
+#[test]
+fn boundaries() {
+    let mut t = Bare::new(BalanceParams::default());
+    let top = usize::MAX;
+    t.insert(0, 1, 'a').unwrap();
+    t.insert(top - 1, top, 'z').unwrap();
+    t.insert(1 << 40, top - 1, 'm').unwrap();
+    let g = NoReclaim;
+    assert_eq!(*t.tree.find(&g, 0).unwrap().value, 'a');
+    assert!(t.tree.find(&g, 1).is_none());
+    assert_eq!(*t.tree.find(&g, top - 1).unwrap().value, 'z');
+    assert_eq!(*t.tree.find(&g, top - 2).unwrap().value, 'm');
+    // `end` is exclusive: the last address is never covered.
+    assert!(t.tree.find(&g, top).is_none());
+    assert!(t.tree.find_from(&g, top).is_none());
+    assert_eq!(t.tree.find_from(&g, 1).unwrap().start, 1 << 40);
+    assert_eq!(t.tree.find_from(&g, top - 1).unwrap().start, top - 1);
+    assert_eq!(t.ranges(), vec![(0, 1), (1 << 40, top - 1), (top - 1, top)]);
+    assert_eq!(t.insert(top - 1, top, 'x'), Err(EEXIST));
+    t.remove(top - 1).unwrap();
+    t.insert(top - 5, top, 'y').unwrap_err();
+    t.remove(1 << 40).unwrap();
+    t.insert(top - 5, top, 'y').unwrap();
+    assert_eq!(*t.tree.find(&g, top - 1).unwrap().value, 'y');
+    t.remove(0).unwrap();
+    t.check();
+}
+
+#[test]
+fn find_and_find_from() {
+    let mut t = Bare::new(BalanceParams::default());
+    for i in 0..100usize {
+        t.insert(i * 10, i * 10 + 5, i).unwrap();
+    }
+    let g = NoReclaim;
+    for a in 0..1000usize {
+        let f = t.tree.find(&g, a).map(|e| *e.value);
+        assert_eq!(f, (a % 10 < 5).then_some(a / 10), "find {a}");
+        let n = t.tree.find_from(&g, a).map(|e| *e.value);
+        let want = if a % 10 < 5 { a / 10 } else { a / 10 + 1 };
+        assert_eq!(n, (want < 100).then_some(want), "find_from {a}");
+    }
+    let w = t.w(|w| w.find(42).map(|e| (e.start, e.end)));
+    assert_eq!(w, Some((40, 45)));
+    let n = t.w(|w| w.iter().count());
+    assert_eq!(n, 100);
+}
+
+/// Removes `victim` from a tree holding `keys` and checks the rest.
+fn remove_and_check(keys: &[usize], victim: usize) {
+    for params in BOTH {
+        let mut t = Bare::new(params);
+        for &k in keys {
+            t.insert(k, k + 1, k).unwrap();
+        }
+        t.check();
+        t.remove(victim).unwrap();
+        t.check();
+        let mut want: Vec<_> = keys
+            .iter()
+            .filter(|&&k| k != victim)
+            .map(|&k| (k, k + 1))
+            .collect();
+        want.sort();
+        assert_eq!(t.ranges(), want);
+        assert_eq!(t.remove(victim), Err(ENOENT));
+    }
+}
+
+#[test]
+fn remove_leaf_root_interior() {
+    // 0..15 inserted in this order makes a perfect tree rooted at 7.
+    let keys = [7, 3, 11, 1, 5, 9, 13, 0, 2, 4, 6, 8, 10, 12, 14];
+    remove_and_check(&keys, 7); // root, two children
+    remove_and_check(&keys, 3); // interior, successor one level down
+    remove_and_check(&keys, 0); // leaf
+    remove_and_check(&keys, 14); // leaf
+    remove_and_check(&[1], 1); // only node
+    remove_and_check(&[1, 2], 1); // root with one child
+    remove_and_check(&[2, 1], 2);
+    let seq: Vec<usize> = (0..200).collect();
+    for v in [0, 1, 50, 100, 127, 199] {
+        remove_and_check(&seq, v);
+    }
+}
+
+#[test]
+fn remove_everything_in_every_order() {
+    for params in BOTH {
+        let mut rng = Rng::new(7);
+        for round in 0..50 {
+            let mut t = Bare::new(params);
+            let mut keys: Vec<usize> = (0..64).map(|i| i * 3).collect();
+            rng.shuffle(&mut keys);
+            for &k in &keys {
+                t.insert(k, k + 2, k).unwrap();
+                t.check();
+            }
+            rng.shuffle(&mut keys);
+            for (i, &k) in keys.iter().enumerate() {
+                t.remove(k).unwrap();
+                let r = t.check();
+                assert_eq!(r.len, keys.len() - i - 1, "round {round}");
+            }
+            assert!(t.tree.is_empty());
+        }
+    }
+}
+
+#[test]
+fn short_reserve_is_eagain_and_changes_nothing() {
+    let mut t = Bare::new(BalanceParams::default());
+    for i in 0..20usize {
+        t.insert(i * 2, i * 2 + 1, i).unwrap();
+    }
+    t.reserve.trim(0);
+    let before = t.ranges();
+    let need = t.w(|w| w.insert_need(100, 101)).unwrap();
+    assert!(need >= 1);
+    let e = t.w(|w| w.insert(100, 101, 77)).unwrap_err();
+    assert_eq!((e.error, e.value), (EAGAIN, 77));
+    let need = t.w(|w| w.remove_need(10)).unwrap();
+    assert!(need >= 1, "node 10 has two children");
+    assert_eq!(t.w(|w| w.remove(10)), Err(EAGAIN));
+    assert_eq!(t.w(|w| w.remove_need(11)), Err(ENOENT));
+    assert_eq!(t.ranges(), before);
+    t.check();
+    // The exact need is enough.
+    t.reserve.fill(need, GFP_KERNEL).unwrap();
+    t.w(|w| w.remove(10)).unwrap();
+    t.check();
+}
+
+/// A value that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Relaxed);
+    }
+}
+
+#[test]
+fn values_dropped_once_and_nothing_leaks() {
+    for params in BOTH {
+        let live = fault::live();
+        let drops = Arc::new(AtomicUsize::new(0));
+        let mut made = 0;
+        {
+            let mut t = Bare::new(params);
+            let mut rng = Rng::new(3);
+            let mut present = std::collections::BTreeSet::new();
+            for _ in 0..3000 {
+                let k = rng.below(500) as usize;
+                if present.contains(&k) {
+                    t.remove(k).unwrap();
+                    present.remove(&k);
+                } else {
+                    made += 1;
+                    t.insert(k, k + 1, Counted(drops.clone())).unwrap();
+                    present.insert(k);
+                }
+                if rng.below(10) == 0 {
+                    t.reclaim();
+                }
+            }
+            t.check();
+            let s = t.tree.stats();
+            assert_eq!(s.allocated - s.retired, t.tree.len(), "{s:?}");
+            assert_eq!(s.skipped, 0);
+            t.reclaim();
+            // Every removed value has been dropped, no other.
+            assert_eq!(drops.load(Relaxed), made - present.len());
+        }
+        assert_eq!(drops.load(Relaxed), made);
+        assert_eq!(fault::live(), live, "leaked allocations");
+    }
+}
+
+#[test]
+fn allocation_failure_is_enomem_and_changes_nothing() {
+    let live = fault::live();
+    {
+        let mut t = Bare::new(BalanceParams::default());
+        for i in 0..100usize {
+            t.insert(i * 4, i * 4 + 2, i).unwrap();
+        }
+        let before = t.ranges();
+        let stats = t.tree.stats();
+        for nth in 0..5 {
+            // Empty the reserve so that the fill must allocate.
+            t.reserve.trim(0);
+            fault::fail_after(nth);
+            let r = t.reserve.fill(t.tree.reserve_bound(), GFP_KERNEL);
+            fault::clear();
+            assert_eq!(r, Err(ENOMEM));
+            assert_eq!(t.reserve.len(), nth as usize);
+            assert_eq!(t.ranges(), before);
+            assert_eq!(t.tree.stats(), stats);
+            t.check();
+        }
+        // A reserve that failed to fill is still usable once refilled.
+        t.insert(2, 3, 1000).unwrap();
+        t.remove(2).unwrap();
+        assert_eq!(t.ranges(), before);
+    }
+    assert_eq!(fault::live(), live, "leaked allocations");
+}
+
+#[test]
+fn reserve_frees_unused_nodes() {
+    let live = fault::live();
+    let mut r = NodeReserve::<u64>::new();
+    r.fill(10, GFP_KERNEL).unwrap();
+    assert_eq!(r.len(), 10);
+    assert_eq!(fault::live(), live + 10);
+    r.fill(4, GFP_KERNEL).unwrap();
+    assert_eq!(r.len(), 10);
+    r.trim(3);
+    assert_eq!(fault::live(), live + 3);
+    drop(r);
+    assert_eq!(fault::live(), live);
+}
+
+#[test]
+fn retired_lists_append() {
+    let mut t = Bare::new(BalanceParams::default());
+    for i in 0..50usize {
+        t.insert(i, i + 1, i).unwrap();
+    }
+    let mut all = core::mem::take(&mut t.retired);
+    for i in 0..25usize {
+        t.remove(i * 2).unwrap();
+    }
+    let n = all.len() + t.retired.len();
+    all.append(&mut t.retired);
+    assert_eq!(all.len(), n);
+    assert!(t.retired.is_empty());
+    // SAFETY: single-threaded: no lookup is running.
+    unsafe { all.free() };
+    t.check();
+}
+
+#[test]
+fn sequential_inserts_stay_balanced() {
+    for params in BOTH {
+        let mut t = Bare::new(params);
+        for i in 0..5000usize {
+            t.insert(i, i + 1, ()).unwrap();
+        }
+        let r = t.check();
+        let bound = params.max_height(5000, usize::MAX);
+        assert!(r.height <= bound, "{params:?}: {r:?} > {bound}");
+        for i in (0..5000usize).rev() {
+            t.insert(10_000 + i, 10_001 + i, ()).unwrap();
+        }
+        t.check();
+    }
+}
+
+#[test]
+fn max_height_bounds() {
+    let hy = BalanceParams::HIRAI_YAMAMOTO;
+    assert_eq!(hy.max_height(0, 100), 0);
+    assert_eq!(hy.max_height(1, 100), 1);
+    assert_eq!(hy.max_height(2, 100), 2);
+    assert_eq!(hy.max_height(3, 100), 3);
+    assert_eq!(hy.max_height(4, 100), 3);
+    assert_eq!(hy.max_height(usize::MAX, 7), 7);
+    // The claim made in the documentation of `MAX_DEPTH`.
+    assert!(hy.max_height(100_000_000, usize::MAX) <= MAX_DEPTH);
+    let p = BalanceParams::PAPER;
+    assert_eq!(p.max_height(2, 100), 2);
+    assert_eq!(p.max_height(3, 100), 2);
+    assert!(p.max_height(1_000_000, usize::MAX) > hy.max_height(1_000_000, usize::MAX));
+}
+
+#[test]
+fn insert_and_remove_need_cover_use() {
+    // The need computed before an update bounds what it takes.
+    for params in BOTH {
+        let mut t = Bare::new(params);
+        let mut rng = Rng::new(11);
+        let mut present = std::collections::BTreeSet::new();
+        for _ in 0..4000 {
+            let k = rng.below(300) as usize;
+            t.fill();
+            let before = t.reserve.len();
+            let need = if present.remove(&k) {
+                let need = t.w(|w| w.remove_need(k)).unwrap();
+                t.w(|w| w.remove(k)).unwrap();
+                need
+            } else {
+                present.insert(k);
+                let need = t.w(|w| w.insert_need(k, k + 1)).unwrap();
+                t.w(|w| w.insert(k, k + 1, k)).unwrap();
+                need
+            };
+            let used = before - t.reserve.len();
+            assert!(used <= need, "used {used} > need {need}");
+            assert!(need <= t.tree.reserve_bound().max(need));
+        }
+        t.check();
+    }
+}
+
+#[test]
+fn host_tree_wrapper() {
+    let t = HostTree::default();
+    for i in 0..1000usize {
+        t.insert(i * 2, i * 2 + 1, i).unwrap();
+    }
+    assert_eq!(t.insert(0, 1, 0), Err(EEXIST));
+    for i in 0..500usize {
+        t.remove(i * 4).unwrap();
+    }
+    {
+        let g = t.read();
+        assert_eq!(t.tree().iter(&g).count(), 500);
+        assert_eq!(*t.tree().find(&g, 2).unwrap().value, 1);
+    }
+    t.reclaim();
+    assert_eq!(t.pending(), 0);
+    t.update(|w| w.check().unwrap()).unwrap();
+}

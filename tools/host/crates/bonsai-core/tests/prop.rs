@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Differential test of the Bonsai tree against a `BTreeMap` model, with
+//! the tree's invariants checked after every operation in debug builds.
+
+#![cfg(not(loom))]
+
+use std::collections::BTreeMap;
+
+use bonsai_core::host_rcu::NoReclaim;
+use bonsai_core::tree::{BalanceParams, NodeReserve, RetiredList, Tree};
+use kernel::prelude::*;
+use proptest::prelude::*;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Insert(usize, usize),
+    Remove(usize),
+    /// Removes the `n % len`-th range present.
+    RemovePresent(usize),
+    Find(usize),
+    FindFrom(usize),
+}
+
+/// Addresses clustered near both ends of the address space.
+fn addr() -> impl Strategy<Value = usize> {
+    prop_oneof![
+        4 => 0usize..256,
+        1 => (usize::MAX - 64)..=usize::MAX,
+        1 => any::<usize>(),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (addr(), 0usize..12).prop_map(|(s, l)| Op::Insert(s, s.saturating_add(l))),
+        1 => addr().prop_map(Op::Remove),
+        3 => any::<usize>().prop_map(Op::RemovePresent),
+        1 => addr().prop_map(Op::Find),
+        1 => addr().prop_map(Op::FindFrom),
+    ]
+}
+
+fn params() -> impl Strategy<Value = BalanceParams> {
+    prop_oneof![
+        Just(BalanceParams::HIRAI_YAMAMOTO),
+        Just(BalanceParams::PAPER)
+    ]
+}
+
+/// The model: start -> (end, value).
+type Model = BTreeMap<usize, (usize, u64)>;
+
+fn model_find(m: &Model, a: usize) -> Option<(usize, usize, u64)> {
+    let (&s, &(e, v)) = m.range(..=a).next_back()?;
+    (a < e).then_some((s, e, v))
+}
+
+fn model_find_from(m: &Model, a: usize) -> Option<(usize, usize, u64)> {
+    model_find(m, a).or_else(|| {
+        m.range(a..)
+            .next()
+            .map(|(&s, &(e, v))| (s, e, v))
+    })
+}
+
+fn model_overlaps(m: &Model, s: usize, e: usize) -> bool {
+    m.range(..e).next_back().is_some_and(|(_, &(pe, _))| pe > s)
+}
+
+fn run(params: BalanceParams, ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let tree = Tree::with_params(params);
+    let mut reserve = NodeReserve::new();
+    let mut retired = RetiredList::new();
+    let mut model = Model::new();
+    let g = NoReclaim;
+    for (i, op) in ops.into_iter().enumerate() {
+        reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
+        // SAFETY: single-threaded test: this is the only writer.
+        let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+        match op {
+            Op::Insert(s, e) => {
+                let got = w.insert(s, e, i as u64).map_err(|e| e.error);
+                let want = if s >= e {
+                    Err(EINVAL)
+                } else if model_overlaps(&model, s, e) {
+                    Err(EEXIST)
+                } else {
+                    model.insert(s, (e, i as u64));
+                    Ok(())
+                };
+                prop_assert_eq!(got, want, "insert [{:#x}, {:#x})", s, e);
+            }
+            Op::Remove(s) => {
+                let want = model.remove(&s).map(|_| ()).ok_or(ENOENT);
+                prop_assert_eq!(w.remove(s), want, "remove {:#x}", s);
+            }
+            Op::RemovePresent(n) => {
+                if !model.is_empty() {
+                    let s = *model.keys().nth(n % model.len()).unwrap();
+                    model.remove(&s);
+                    prop_assert_eq!(w.remove(s), Ok(()), "remove {:#x}", s);
+                }
+            }
+            Op::Find(a) => {
+                let got = w.find(a).map(|e| (e.start, e.end, *e.value));
+                prop_assert_eq!(got, model_find(&model, a));
+                let got = tree.find(&g, a).map(|e| (e.start, e.end, *e.value));
+                prop_assert_eq!(got, model_find(&model, a));
+            }
+            Op::FindFrom(a) => {
+                let got = tree.find_from(&g, a).map(|e| (e.start, e.end, *e.value));
+                prop_assert_eq!(got, model_find_from(&model, a));
+            }
+        }
+        if cfg!(debug_assertions) {
+            let report = w.check();
+            prop_assert!(report.is_ok(), "{:?} after op {}", report, i);
+            prop_assert_eq!(report.unwrap().len, model.len());
+            let got: Vec<_> = w.iter().map(|e| (e.start, e.end, *e.value)).collect();
+            let want: Vec<_> = model.iter().map(|(&s, &(e, v))| (s, e, v)).collect();
+            prop_assert_eq!(got, want);
+        }
+        prop_assert_eq!(tree.stats().skipped, 0);
+    }
+    // SAFETY: single-threaded: no lookup is running.
+    unsafe { retired.free() };
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(debug_assertions) { 256 } else { 1024 },
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn matches_btreemap(params in params(), ops in prop::collection::vec(op(), 1..400)) {
+        run(params, ops)?;
+    }
+}
+
+/// Long random runs, beyond what shrinking-friendly cases reach.
+#[test]
+fn long_random_runs() {
+    use bonsai_core::rng::Rng;
+    for (seed, params) in [
+        (1, BalanceParams::HIRAI_YAMAMOTO),
+        (2, BalanceParams::PAPER),
+        (3, BalanceParams::HIRAI_YAMAMOTO),
+    ] {
+        let mut rng = Rng::new(seed);
+        let ops = (0..5000)
+            .map(|_| {
+                let s = rng.below(2000) as usize;
+                match rng.below(10) {
+                    0..=5 => Op::Insert(s, s + 1 + rng.below(8) as usize),
+                    6..=8 => Op::RemovePresent(rng.next_u64() as usize),
+                    _ => Op::Find(s),
+                }
+            })
+            .collect();
+        run(params, ops).unwrap();
+    }
+}

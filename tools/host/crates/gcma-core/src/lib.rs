@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host build of the GCMA page-state map, `mm/gcma_rs/area_map.rs`,
+//! compiled unchanged against the kernel-crate shim.
+//!
+//! The shared module declares its items `pub(crate)`, as the kernel crate
+//! that includes it privately requires, so they cannot be re-exported
+//! from here: the tests live inside this crate (`src/tests.rs`), and the
+//! benchmark is the public [`bench`] module, which the `gcma-bench` binary
+//! runs.
+
+// Not every consumer of the shared module uses all of its API.
+#[allow(dead_code)]
+#[path = "../../../../../mm/gcma_rs/area_map.rs"]
+mod area_map;
+
+pub mod baseline;
+pub mod bench;
+pub mod rng;
+
+#[cfg(test)]
+mod tests;

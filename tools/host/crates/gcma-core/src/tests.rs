@@ -1,0 +1,612 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Tests of the shared `area_map` module against a reference model.
+
+use crate::area_map::{bitmap_words, summary_words, AllocOutcome, AreaMap};
+use crate::baseline::{FirstFit, Scan};
+use crate::bench::new_area_map;
+use crate::rng::Rng;
+use kernel::prelude::*;
+use proptest::prelude::*;
+
+const BITS: usize = usize::BITS as usize;
+
+type Map = AreaMap<Vec<usize>>;
+
+/// Reference model: one bool per page and bitmap, plain first fit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Model {
+    primary: Vec<bool>,
+    lent: Vec<bool>,
+}
+
+impl Model {
+    fn new(n: usize) -> Self {
+        Model {
+            primary: vec![false; n],
+            lent: vec![false; n],
+        }
+    }
+
+    fn n(&self) -> usize {
+        self.primary.len()
+    }
+
+    fn alloc(&mut self, count: usize, align_order: u32) -> Result<AllocOutcome> {
+        if count == 0 || align_order >= usize::BITS {
+            return Err(EINVAL);
+        }
+        let align = 1usize << align_order;
+        let mut start = 0usize;
+        while start.checked_add(count).is_some_and(|e| e <= self.n()) {
+            if self.primary[start..start + count].iter().all(|p| !p) {
+                self.primary[start..start + count].fill(true);
+                let lent = self.lent[start..start + count]
+                    .iter()
+                    .filter(|l| **l)
+                    .count();
+                return Ok(AllocOutcome { start, count, lent });
+            }
+            match start.checked_add(align) {
+                Some(s) => start = s,
+                None => break,
+            }
+        }
+        Err(ENOMEM)
+    }
+
+    fn range(&self, start: usize, count: usize) -> Result<std::ops::Range<usize>> {
+        match start.checked_add(count) {
+            Some(end) if count > 0 && end <= self.n() => Ok(start..end),
+            _ => Err(EINVAL),
+        }
+    }
+
+    fn primary_range(&self, start: usize, count: usize) -> Result<std::ops::Range<usize>> {
+        let r = self.range(start, count)?;
+        if self.primary[r.clone()].iter().all(|p| *p) {
+            Ok(r)
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    fn release(&mut self, start: usize, count: usize) -> Result {
+        let r = self.primary_range(start, count)?;
+        if self.lent[r.clone()].iter().any(|l| *l) {
+            return Err(EBUSY);
+        }
+        self.primary[r].fill(false);
+        Ok(())
+    }
+
+    fn finish_discard(&mut self, start: usize, count: usize) -> Result<usize> {
+        let r = self.primary_range(start, count)?;
+        let n = self.lent[r.clone()].iter().filter(|l| **l).count();
+        self.lent[r].fill(false);
+        Ok(n)
+    }
+
+    fn lend(&mut self) -> Result<usize> {
+        let page = (0..self.n())
+            .rev()
+            .find(|&i| !self.primary[i] && !self.lent[i])
+            .ok_or(ENOMEM)?;
+        self.lent[page] = true;
+        Ok(page)
+    }
+
+    fn give_back(&mut self, page: usize) -> Result {
+        if page < self.n() && self.lent[page] {
+            self.lent[page] = false;
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    fn lent_pages(&self) -> Vec<usize> {
+        (0..self.n()).filter(|&i| self.lent[i]).collect()
+    }
+}
+
+fn map(n: usize) -> Map {
+    new_area_map(n)
+}
+
+/// Asserts that `m` is consistent and in the state of `model`.
+fn same(m: &Map, model: &Model) {
+    m.check_invariants().expect("invariants");
+    let n = model.n();
+    assert_eq!(m.nr_pages(), n);
+    let prim = model.primary.iter().filter(|p| **p).count();
+    let lent = model.lent.iter().filter(|l| **l).count();
+    let both = (0..n)
+        .filter(|&i| model.primary[i] && model.lent[i])
+        .count();
+    assert_eq!(m.primary_used(), prim);
+    assert_eq!(m.secondary_lent(), lent);
+    assert_eq!(m.pending_discard(), both);
+    assert_eq!(m.free(), n + both - prim - lent);
+    for i in 0..n {
+        assert_eq!(m.is_primary(i), model.primary[i], "primary bit {i}");
+        assert_eq!(m.is_lent(i), model.lent[i], "lent bit {i}");
+    }
+    assert!(!m.is_primary(n) && !m.is_lent(n));
+    let longest = model
+        .primary
+        .split(|p| *p)
+        .map(|run| run.len())
+        .max()
+        .unwrap_or(0);
+    assert_eq!(m.largest_primary_run(), longest);
+}
+
+#[test]
+fn buffer_sizes() {
+    assert_eq!(bitmap_words(1), 1);
+    assert_eq!(bitmap_words(BITS), 1);
+    assert_eq!(bitmap_words(BITS + 1), 2);
+    // Three words per tree node (leaves rounded up to a power of two),
+    // then the availability bitset.
+    assert_eq!(summary_words(1), Some(3 + 1));
+    assert_eq!(summary_words(3 * BITS), Some(3 * 4 + 1));
+    assert_eq!(summary_words(BITS * BITS), Some(3 * BITS + 1));
+    assert_eq!(summary_words(BITS * BITS + 1), Some(3 * 2 * BITS + 2 + 1));
+    assert_eq!(
+        summary_words(262_144),
+        Some(3 * 262_144 / BITS + 262_144 / BITS / BITS + 1)
+    );
+    assert_eq!(summary_words(usize::MAX), None);
+}
+
+#[test]
+fn new_rejects_bad_arguments() {
+    let ok = |n| (vec![0; bitmap_words(n)], summary_words(n).unwrap());
+    assert_eq!(Map::new(0, vec![], vec![], vec![0; 4]).err(), Some(EINVAL));
+    let (w, s) = ok(100);
+    assert!(Map::new(100, w.clone(), w.clone(), vec![0; s]).is_ok());
+    assert_eq!(
+        Map::new(100, vec![0; 1], w.clone(), vec![0; s]).err(),
+        Some(EINVAL)
+    );
+    assert_eq!(
+        Map::new(100, w.clone(), vec![0; 3], vec![0; s]).err(),
+        Some(EINVAL)
+    );
+    assert_eq!(
+        Map::new(100, w.clone(), w.clone(), vec![0; s + 1]).err(),
+        Some(EINVAL)
+    );
+    assert_eq!(
+        Map::new(100, w.clone(), w, vec![0; s - 1]).err(),
+        Some(EINVAL)
+    );
+}
+
+#[test]
+fn new_clears_dirty_buffers() {
+    let n = 200;
+    let m = Map::new(
+        n,
+        vec![usize::MAX; bitmap_words(n)],
+        vec![usize::MAX; bitmap_words(n)],
+        vec![7; summary_words(n).unwrap()],
+    )
+    .unwrap();
+    same(&m, &Model::new(n));
+}
+
+#[test]
+fn every_count_reachable_and_full_area() {
+    for n in [1, 2, 63, 64, 65, 127, 128, 129, 300, 1000, 4096 + 3] {
+        for count in 1..=n {
+            let mut m = map(n);
+            let a = m.alloc_primary(count, 0).unwrap();
+            assert_eq!(
+                a,
+                AllocOutcome {
+                    start: 0,
+                    count,
+                    lent: 0
+                }
+            );
+            if count < n {
+                // The rest is reachable too, right after.
+                assert_eq!(m.alloc_primary(n - count, 0).unwrap().start, count);
+            }
+            assert_eq!(m.free(), 0);
+            assert_eq!(m.alloc_primary(1, 0).err(), Some(ENOMEM));
+            m.check_invariants().unwrap();
+            m.release_primary(0, n).unwrap();
+            assert_eq!(m.free(), n);
+        }
+        let mut m = map(n);
+        assert_eq!(m.alloc_primary(n + 1, 0).err(), Some(ENOMEM));
+        assert_eq!(m.alloc_primary(usize::MAX, 0).err(), Some(ENOMEM));
+        assert_eq!(m.alloc_primary(n, 0).unwrap().start, 0);
+        m.check_invariants().unwrap();
+    }
+}
+
+#[test]
+fn bad_requests_have_no_side_effects() {
+    let mut m = map(500);
+    let mut model = Model::new(500);
+    m.alloc_primary(10, 0).unwrap();
+    model.alloc(10, 0).unwrap();
+    m.lend_secondary().unwrap();
+    model.lend().unwrap();
+    same(&m, &model);
+    assert_eq!(m.alloc_primary(0, 0).err(), Some(EINVAL));
+    assert_eq!(m.alloc_primary(1, usize::BITS).err(), Some(EINVAL));
+    assert_eq!(m.alloc_primary(1, u32::MAX).err(), Some(EINVAL));
+    assert_eq!(m.alloc_primary(501, 0).err(), Some(ENOMEM));
+    assert_eq!(m.alloc_primary(491, 0).err(), Some(ENOMEM));
+    assert_eq!(m.alloc_primary(2, 9).err(), Some(ENOMEM));
+    same(&m, &model);
+}
+
+#[test]
+fn alignment_is_honoured() {
+    let mut m = map(1024);
+    assert_eq!(m.alloc_primary(1, 0).unwrap().start, 0);
+    assert_eq!(m.alloc_primary(4, 2).unwrap().start, 4);
+    assert_eq!(m.alloc_primary(1, 0).unwrap().start, 1);
+    assert_eq!(m.alloc_primary(3, 0).unwrap().start, 8);
+    assert_eq!(m.alloc_primary(100, 7).unwrap().start, 128);
+    assert_eq!(m.alloc_primary(1, 9).unwrap().start, 512);
+    // Only start 0 is aligned enough, and it is taken.
+    assert_eq!(m.alloc_primary(1, 10).err(), Some(ENOMEM));
+    assert_eq!(m.alloc_primary(1, 40).err(), Some(ENOMEM));
+    m.release_primary(0, 1).unwrap();
+    assert_eq!(m.alloc_primary(1, 40).unwrap().start, 0);
+    m.check_invariants().unwrap();
+}
+
+#[test]
+fn aligned_fit_after_unaligned_runs() {
+    // Free runs of length 5 at odd offsets only fit unaligned requests;
+    // the aligned one must skip them and take a later run.
+    let n = 640;
+    let mut m = map(n);
+    let mut model = Model::new(n);
+    m.alloc_primary(n, 0).unwrap();
+    model.alloc(n, 0).unwrap();
+    for start in (3..400).step_by(16) {
+        m.release_primary(start, 5).unwrap();
+        model.release(start, 5).unwrap();
+    }
+    m.release_primary(500, 20).unwrap();
+    model.release(500, 20).unwrap();
+    for (count, align) in [(4, 2), (5, 0), (4, 3), (5, 1), (8, 2), (1, 6), (16, 3)] {
+        assert_eq!(m.alloc_primary(count, align), model.alloc(count, align));
+        same(&m, &model);
+    }
+}
+
+#[test]
+fn release_refuses_what_is_not_allocated() {
+    let mut m = map(300);
+    let mut model = Model::new(300);
+    assert_eq!(m.alloc_primary(100, 0), model.alloc(100, 0));
+    for (start, count) in [
+        (0, 0),
+        (0, 101),
+        (99, 2),
+        (100, 1),
+        (250, 100),
+        (300, 1),
+        (usize::MAX, 2),
+        (1, usize::MAX),
+    ] {
+        assert_eq!(m.release_primary(start, count).err(), Some(EINVAL));
+        assert_eq!(m.finish_discard(start, count).err(), Some(EINVAL));
+        same(&m, &model);
+    }
+    // Piecewise release is fine.
+    m.release_primary(10, 20).unwrap();
+    model.release(10, 20).unwrap();
+    same(&m, &model);
+    assert_eq!(m.release_primary(10, 1).err(), Some(EINVAL));
+    m.release_primary(0, 10).unwrap();
+    m.release_primary(30, 70).unwrap();
+    assert_eq!(m.free(), 300);
+}
+
+#[test]
+fn secondary_lending_and_discard_protocol() {
+    let n = 200;
+    let mut m = map(n);
+    // Lent from the top down, only pages free in both bitmaps.
+    m.alloc_primary(10, 0).unwrap();
+    assert_eq!(m.lend_secondary().unwrap(), n - 1);
+    assert_eq!(m.lend_secondary().unwrap(), n - 2);
+    while m.lend_secondary().is_ok() {}
+    assert_eq!(m.secondary_lent(), n - 10);
+    assert_eq!(m.free(), 0);
+    assert_eq!(m.lend_secondary().err(), Some(ENOMEM));
+    assert!((10..n).all(|p| m.is_lent(p)) && (0..10).all(|p| !m.is_lent(p)));
+
+    // A primary allocation takes lent pages and reports them.
+    let a = m.alloc_primary(50, 3).unwrap();
+    assert_eq!(
+        a,
+        AllocOutcome {
+            start: 16,
+            count: 50,
+            lent: 50
+        }
+    );
+    assert_eq!(m.pending_discard(), 50);
+    assert_eq!(m.lent_in(16, 50).unwrap().count(), 50);
+    assert_eq!(m.next_lent(0, n), Some(10));
+    assert_eq!(m.next_lent(16, n), Some(16));
+    assert_eq!(m.next_lent(17, 20), Some(17));
+    // Still owned by the primary: never lent again, even when given back.
+    m.return_secondary(20).unwrap();
+    assert_eq!(m.return_secondary(20).err(), Some(EINVAL));
+    assert_eq!(m.lend_secondary().err(), Some(ENOMEM));
+    assert_eq!(m.pending_discard(), 49);
+    assert_eq!(m.release_primary(16, 50).err(), Some(EBUSY));
+    m.check_invariants().unwrap();
+
+    // Discard one by one, as the kernel wrapper does without the lock.
+    let mut from = a.start;
+    let mut seen = Vec::new();
+    while let Some(p) = m.next_lent(from, a.start + a.count) {
+        seen.push(p);
+        from = p + 1;
+    }
+    assert_eq!(seen.len(), 49);
+    assert!(!seen.contains(&20));
+    assert_eq!(m.finish_discard(a.start, a.count).unwrap(), 49);
+    assert_eq!(m.pending_discard(), 0);
+    assert_eq!(m.lent_in(16, 50).unwrap().count(), 0);
+    assert_eq!(m.return_secondary(30).err(), Some(EINVAL));
+    assert_eq!(m.secondary_lent(), n - 10 - 50);
+    m.check_invariants().unwrap();
+
+    // Released pages can be lent again.
+    m.release_primary(16, 50).unwrap();
+    assert_eq!(m.free(), 50);
+    assert_eq!(m.lend_secondary().unwrap(), 65);
+    m.check_invariants().unwrap();
+    assert_eq!(m.return_secondary(n).err(), Some(EINVAL));
+    assert_eq!(m.lent_in(0, 0).err(), Some(EINVAL));
+    assert_eq!(m.lent_in(n, 1).err(), Some(EINVAL));
+    assert_eq!(m.next_lent(n, usize::MAX), None);
+}
+
+#[test]
+fn agrees_with_baselines_on_a_fragmented_area() {
+    let n = 20_000;
+    let mut m = map(n);
+    let mut bit = FirstFit::new(n, Scan::BitByBit);
+    let mut word = FirstFit::new(n, Scan::WordSkipping);
+    let mut rng = Rng::new(7);
+    let mut live: Vec<(usize, usize)> = Vec::new();
+    for step in 0..6000 {
+        if rng.range(0, 2) > 0 || live.is_empty() {
+            let count = match rng.range(0, 9) {
+                0..=5 => rng.range(1, 16),
+                6..=8 => rng.range(17, 200),
+                _ => rng.range(201, 3000),
+            };
+            let align = rng.range(0, 6) as u32;
+            let got = m.alloc_primary(count, align).ok().map(|a| a.start);
+            assert_eq!(got, bit.alloc(count, align), "step {step}");
+            assert_eq!(got, word.alloc(count, align), "step {step}");
+            if let Some(s) = got {
+                live.push((s, count));
+            }
+        } else {
+            let (s, c) = live.swap_remove(rng.range(0, live.len() - 1));
+            m.release_primary(s, c).unwrap();
+            bit.release(s, c);
+            word.release(s, c);
+        }
+        if step % 500 == 0 {
+            m.check_invariants().unwrap();
+        }
+    }
+    m.check_invariants().unwrap();
+}
+
+#[test]
+fn lending_on_a_three_level_area() {
+    let n = BITS * BITS * BITS + 7;
+    let mut m = map(n);
+    let mut rng = Rng::new(11);
+    // Primary ranges spread over the area.
+    m.alloc_primary(n, 0).unwrap();
+    let mut start = 0;
+    while start < n {
+        let count = rng.range(1, 5000).min(n - start);
+        if rng.range(0, 3) > 0 {
+            m.release_primary(start, count).unwrap();
+        }
+        start += count;
+    }
+    m.check_invariants().unwrap();
+    let free = m.free();
+    let mut last = usize::MAX;
+    let mut lent = Vec::new();
+    while let Ok(p) = m.lend_secondary() {
+        assert!(p < last && !m.is_primary(p));
+        last = p;
+        lent.push(p);
+    }
+    assert_eq!(lent.len(), free);
+    assert_eq!(m.free(), 0);
+    m.check_invariants().unwrap();
+    // Given back pages are lent again, highest first.
+    let mut back: Vec<usize> = (0..300)
+        .map(|_| lent[rng.range(0, lent.len() - 1)])
+        .collect();
+    back.sort_unstable();
+    back.dedup();
+    for &p in &back {
+        m.return_secondary(p).unwrap();
+    }
+    m.check_invariants().unwrap();
+    for &p in back.iter().rev() {
+        assert_eq!(m.lend_secondary().unwrap(), p);
+    }
+    assert_eq!(m.lend_secondary().err(), Some(ENOMEM));
+    m.check_invariants().unwrap();
+}
+
+/// One step of a random sequence.
+#[derive(Clone, Debug)]
+enum Op {
+    Alloc {
+        count: usize,
+        align: u32,
+    },
+    /// Release a live allocation, whole or its first half.
+    ReleaseLive {
+        pick: usize,
+        half: bool,
+    },
+    ReleaseAny {
+        start: usize,
+        count: usize,
+    },
+    Lend,
+    /// Return a lent page (the `pick`-th).
+    ReturnLent {
+        pick: usize,
+    },
+    ReturnAny {
+        page: usize,
+    },
+    /// Finish discarding in a live allocation.
+    FinishLive {
+        pick: usize,
+    },
+    FinishAny {
+        start: usize,
+        count: usize,
+    },
+}
+
+fn op(n: usize) -> impl Strategy<Value = Op> {
+    let size = prop_oneof![0..=n + 2, 0..=8usize, Just(n), Just(usize::MAX)];
+    let align = prop_oneof![4 => 0..=4u32, 1 => 5..=10u32, 1 => Just(usize::BITS)];
+    prop_oneof![
+        4 => (size.clone(), align).prop_map(|(count, align)| Op::Alloc { count, align }),
+        3 => (any::<usize>(), any::<bool>())
+            .prop_map(|(pick, half)| Op::ReleaseLive { pick, half }),
+        1 => (0..=n + 1, size.clone()).prop_map(|(start, count)| Op::ReleaseAny { start, count }),
+        3 => Just(Op::Lend),
+        2 => any::<usize>().prop_map(|pick| Op::ReturnLent { pick }),
+        1 => (0..=n + 1).prop_map(|page| Op::ReturnAny { page }),
+        2 => any::<usize>().prop_map(|pick| Op::FinishLive { pick }),
+        1 => (0..=n + 1, size).prop_map(|(start, count)| Op::FinishAny { start, count }),
+    ]
+}
+
+fn scenario() -> impl Strategy<Value = (usize, Vec<Op>)> {
+    prop_oneof![
+        4 => 1..=3 * BITS + 5,
+        4 => 1..=700usize,
+        1 => Just(BITS),
+        1 => Just(2 * BITS),
+        // Two levels of availability bitset.
+        1 => BITS * BITS - 3..=BITS * BITS + 2 * BITS,
+    ]
+    .prop_flat_map(|n| (Just(n), proptest::collection::vec(op(n), 1..200)))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn matches_reference_model((n, ops) in scenario()) {
+        let mut m = map(n);
+        let mut model = Model::new(n);
+        let mut live: Vec<(usize, usize)> = Vec::new();
+        for op in ops {
+            match op {
+                Op::Alloc { count, align } => {
+                    let got = m.alloc_primary(count, align);
+                    prop_assert_eq!(got, model.alloc(count, align));
+                    if let Ok(a) = got {
+                        prop_assert_eq!(a.start % (1usize << align), 0);
+                        prop_assert!(live.iter().all(|&(s, c)| a.start + count <= s || s + c <= a.start));
+                        live.push((a.start, count));
+                    }
+                }
+                Op::ReleaseLive { pick, half } => {
+                    if live.is_empty() {
+                        continue;
+                    }
+                    let i = pick % live.len();
+                    let (s, c) = live[i];
+                    let k = if half && c > 1 { c / 2 } else { c };
+                    let got = m.release_primary(s, k);
+                    prop_assert_eq!(got, model.release(s, k));
+                    if got.is_ok() {
+                        if k == c {
+                            live.swap_remove(i);
+                        } else {
+                            live[i] = (s + k, c - k);
+                        }
+                    }
+                }
+                Op::ReleaseAny { start, count } => {
+                    let got = m.release_primary(start, count);
+                    prop_assert_eq!(got, model.release(start, count));
+                    if got.is_ok() {
+                        // Split the live entries around the released range.
+                        let end = start + count;
+                        let mut next = Vec::new();
+                        for (s, c) in live.drain(..) {
+                            let e = s + c;
+                            if e <= start || end <= s {
+                                next.push((s, c));
+                                continue;
+                            }
+                            if s < start {
+                                next.push((s, start - s));
+                            }
+                            if end < e {
+                                next.push((end, e - end));
+                            }
+                        }
+                        live = next;
+                    }
+                }
+                Op::Lend => prop_assert_eq!(m.lend_secondary(), model.lend()),
+                Op::ReturnLent { pick } => {
+                    let lent = model.lent_pages();
+                    if !lent.is_empty() {
+                        let p = lent[pick % lent.len()];
+                        prop_assert_eq!(m.return_secondary(p), model.give_back(p));
+                    }
+                }
+                Op::ReturnAny { page } => {
+                    prop_assert_eq!(m.return_secondary(page), model.give_back(page));
+                }
+                Op::FinishLive { pick } => {
+                    if live.is_empty() {
+                        continue;
+                    }
+                    let (s, c) = live[pick % live.len()];
+                    let lent: Vec<usize> = m.lent_in(s, c).unwrap().collect();
+                    let expect: Vec<usize> = (s..s + c).filter(|&p| model.lent[p]).collect();
+                    prop_assert_eq!(lent, expect);
+                    prop_assert_eq!(m.finish_discard(s, c), model.finish_discard(s, c));
+                }
+                Op::FinishAny { start, count } => {
+                    prop_assert_eq!(
+                        m.finish_discard(start, count),
+                        model.finish_discard(start, count)
+                    );
+                }
+            }
+            same(&m, &model);
+        }
+    }
+}

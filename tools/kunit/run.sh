@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Builds the test kernel and runs the KUnit suites under QEMU through the
+# kernel's own tools/testing/kunit/kunit.py.
+#
+# Usage: tools/kunit/run.sh [--kunitconfig FILE] [--smp N] [--raw] [FILTER_GLOB]
+#   FILTER_GLOB   e.g. 'gcma*' or 'rcx_node_lock.*' (kunit.py syntax)
+#   --build-only  build the kernel, run nothing
+#
+# The kernel tree (build/linux) is resynced from the repository first, so an
+# edit is picked up and only what it affects is rebuilt.  Output goes to
+# build/kunit; the parsed results end with kunit.py's summary, and a plain
+# "N passed, N failed" line is printed last.
+
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+. "$repo/tools/build/env.sh"
+
+kunitconfig="$repo/tools/kunit/rsmm.kunitconfig"
+smp=2
+build_only=0
+args=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--kunitconfig) kunitconfig=$(realpath "$2"); shift 2 ;;
+	--smp) smp=$2; shift 2 ;;
+	--build-only) build_only=1; shift ;;
+	-h|--help) sed -n '4,15p' "$0"; exit 0 ;;
+	-*) echo "kunit: unknown option $1" >&2; exit 2 ;;
+	*) args+=("$1"); shift ;;
+	esac
+done
+case "$smp" in
+''|*[!0-9]*|0|1) echo "kunit: --smp needs a number >= 2 (two NUMA nodes need two CPUs)" >&2; exit 2 ;;
+esac
+
+python3 "$repo/tools/build/tree.py" prepare
+
+# Two emulated NUMA nodes, CPUs split evenly between them.
+half=$((smp / 2))
+qemu_args="-smp $smp -m 2048"
+qemu_args+=" -object memory-backend-ram,id=m0,size=1024M -numa node,nodeid=0,cpus=0-$((half - 1)),memdev=m0"
+qemu_args+=" -object memory-backend-ram,id=m1,size=1024M -numa node,nodeid=1,cpus=$half-$((smp - 1)),memdev=m1"
+
+cd "$RSMM_KSRC"
+mkdir -p "$RSMM_BUILD/kunit"
+kunit=(python3 tools/testing/kunit/kunit.py)
+common=(--arch=x86_64 --build_dir="$RSMM_BUILD/kunit" --kunitconfig="$kunitconfig" --jobs="$(nproc)")
+for o in "${RSMM_MAKE_OPTS[@]}"; do common+=(--make_options "$o"); done
+
+if [ $build_only = 1 ]; then
+	exec "${kunit[@]}" build "${common[@]}"
+fi
+
+log="$RSMM_BUILD/kunit/kunit-run.log"
+set +e
+"${kunit[@]}" run "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
+	--kernel_args="gcma=16M" "${args[@]}" 2>&1 | tee "$log"
+rc=${PIPESTATUS[0]}
+set -e
+# kunit.py ends with "Testing complete. Ran N tests: passed: P, failed: F, ...".
+summary=$(grep -E '^\[[0-9:]+\] Testing complete\. Ran [0-9]+ tests' "$log" | tail -n 1 || true)
+passed=$(echo "$summary" | grep -oE 'passed: [0-9]+' | grep -oE '[0-9]+' || echo 0)
+failed=$(echo "$summary" | grep -oE '(failed|crashed): [0-9]+' | grep -oE '[0-9]+' | paste -sd+ | bc || echo 0)
+[ -n "$passed" ] || passed=0
+[ -n "$failed" ] || failed=0
+if [ -z "$summary" ]; then
+	echo "kunit: no test summary (build failure or kernel crash); see $log" >&2
+	failed=$((failed + 1))
+fi
+if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
+	failed=1
+fi
+echo "kunit: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

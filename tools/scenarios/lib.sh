@@ -1,0 +1,321 @@
+# shellcheck shell=dash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for scenario scripts.  Sourced inside the guest (busybox ash) by
+# /init before the scenario file itself; see README.md for the protocol.
+#
+# The init sets SCENARIO (the scenario name) and SCENARIO_FILE (its path).
+#
+# Protocol lines written to the console:
+#   CHECK <scenario> <check> PASS [info]
+#   CHECK <scenario> <check> FAIL [rc=N]: <reason>
+#   | <detail line>                  (output of a failed check)
+#   # <free text>                    (log)
+#   SCENARIO <scenario> PASS
+#   SCENARIO <scenario> FAIL: <reason>
+
+SCENARIO=${SCENARIO:-unknown}
+SCENARIO_FILE=${SCENARIO_FILE:-}
+SCN_RESULTS=${SCN_RESULTS:-/tmp/scenario-results}
+SCN_SPLAT_RE=${SCN_SPLAT_RE:-/scenarios/splat.re}
+SCN_CHECKS=0
+SCN_FAILED=0
+SCN_FAILED_NAMES=
+SCN_REASONS=
+SCN_DETAIL_LINES=${SCN_DETAIL_LINES:-30}
+
+mkdir -p "$SCN_RESULTS" 2>/dev/null
+
+# log MSG...: free-text line, ignored by the runner.
+log() {
+	printf '# %s\n' "$*"
+}
+
+# Check names are single tokens.
+_scn_token() {
+	printf '%s' "$1" | tr -c 'A-Za-z0-9_.:+=-' '_'
+}
+
+# Print the last lines of a multi-line file as "| " detail lines.
+_scn_detail() {
+	[ "$(wc -l <"$1")" -gt 1 ] || return 0
+	tail -n "$SCN_DETAIL_LINES" "$1" | sed 's/^/| /'
+}
+
+# check NAME CMD [ARGS...]: run CMD, report a CHECK line.  CMD's output is
+# captured; on success its first line is appended as info, on failure its
+# last lines are printed as detail.  Returns CMD's status.
+check() {
+	local name out rc first
+	name=$(_scn_token "${1:-unnamed}")
+	if [ $# -lt 2 ]; then
+		scenario_fail "check $name: no command given"
+		return 2
+	fi
+	shift
+	out=/tmp/.scn-check.$$
+	"$@" >"$out" 2>&1
+	rc=$?
+	SCN_CHECKS=$((SCN_CHECKS + 1))
+	if [ "$rc" -eq 0 ]; then
+		first=$(head -n 1 "$out" | cut -c1-200)
+		if [ -n "$first" ]; then
+			echo "CHECK $SCENARIO $name PASS $first"
+		else
+			echo "CHECK $SCENARIO $name PASS"
+		fi
+	else
+		first=$(tail -n 1 "$out" | cut -c1-200)
+		echo "CHECK $SCENARIO $name FAIL rc=$rc: ${first:-command failed: $*}"
+		_scn_detail "$out"
+		SCN_FAILED=$((SCN_FAILED + 1))
+		SCN_FAILED_NAMES="$SCN_FAILED_NAMES $name"
+	fi
+	rm -f "$out"
+	return "$rc"
+}
+
+# not CMD...: invert CMD's status (check NAME not CMD...).
+not() {
+	if "$@"; then
+		echo "unexpectedly succeeded: $*"
+		return 1
+	fi
+	return 0
+}
+
+# scenario_fail REASON: mark the scenario failed without a check.
+scenario_fail() {
+	log "FAIL: $*"
+	if [ -n "$SCN_REASONS" ]; then
+		SCN_REASONS="$SCN_REASONS; $*"
+	else
+		SCN_REASONS="$*"
+	fi
+}
+
+# finish: print the SCENARIO result line (once).  Called by /init after the
+# scenario file has been sourced; scenarios may call it earlier.
+finish() {
+	local reason
+	[ -e "$SCN_RESULTS/$SCENARIO" ] && return 0
+	reason=$SCN_REASONS
+	if [ "$SCN_FAILED" -gt 0 ]; then
+		reason="${reason:+$reason; }$SCN_FAILED of $SCN_CHECKS checks failed:$SCN_FAILED_NAMES"
+	fi
+	if [ -z "$reason" ] && [ "$SCN_CHECKS" -eq 0 ]; then
+		reason="no checks were run"
+	fi
+	if [ -z "$reason" ]; then
+		echo "SCENARIO $SCENARIO PASS"
+		echo PASS >"$SCN_RESULTS/$SCENARIO"
+	else
+		echo "SCENARIO $SCENARIO FAIL: $reason"
+		echo FAIL >"$SCN_RESULTS/$SCENARIO"
+	fi
+}
+
+# cmdline_arg KEY [DEFAULT]: value of KEY=VALUE on /proc/cmdline (last one
+# wins); DEFAULT (or nothing, status 1) if absent.
+cmdline_arg() {
+	local word val found
+	found=1
+	# shellcheck disable=SC2013 # words, not lines
+	for word in $(cat /proc/cmdline); do
+		case "$word" in
+		"$1="*)
+			val=${word#*=}
+			found=0
+			;;
+		esac
+	done
+	if [ "$found" -eq 0 ]; then
+		printf '%s\n' "$val"
+		return 0
+	fi
+	if [ $# -ge 2 ]; then
+		printf '%s\n' "$2"
+		return 0
+	fi
+	return 1
+}
+
+# is_int VALUE: VALUE is a (possibly negative) decimal integer.
+is_int() {
+	case "$1" in
+	'' | - | *[!0-9-]* | ?*-*) return 1 ;;
+	esac
+	return 0
+}
+
+# read_counter FILE [KEY]: print an integer counter.  Without KEY the file
+# holds a single integer (e.g. /sys/.../nr_pages); with KEY it is a
+# "KEY VALUE" or "KEY: VALUE [unit]" file (/proc/vmstat, /proc/meminfo).
+read_counter() {
+	local v
+	if [ ! -r "$1" ]; then
+		echo "read_counter: cannot read $1" >&2
+		return 1
+	fi
+	if [ $# -ge 2 ]; then
+		v=$(awk -v k="$2" '$1 == k || $1 == k":" { print $2; exit }' "$1")
+	else
+		v=$(head -n 1 "$1" | tr -d ' \t')
+	fi
+	if ! is_int "$v"; then
+		echo "read_counter: $1${2:+ [$2]}: not an integer: '$v'" >&2
+		return 1
+	fi
+	printf '%s\n' "$v"
+}
+
+# count_list LIST: number of entries in a cpulist/nodelist ("0-1,4").
+count_list() {
+	printf '%s\n' "$1" | awk -F, '
+	{ n = 0
+	  for (i = 1; i <= NF; i++) {
+		if ($i == "") continue
+		if (split($i, r, "-") == 2) n += r[2] - r[1] + 1; else n++
+	  }
+	  print n }'
+}
+
+# Numeric comparisons with a readable failure message.
+_scn_cmp() {
+	local op a b
+	op=$1 a=$2 b=$3
+	if ! is_int "$a" || ! is_int "$b"; then
+		echo "not integers: '$a' $op '$b'"
+		return 1
+	fi
+	case "$op" in
+	-eq) [ "$a" -eq "$b" ] ;;
+	-ne) [ "$a" -ne "$b" ] ;;
+	-ge) [ "$a" -ge "$b" ] ;;
+	-gt) [ "$a" -gt "$b" ] ;;
+	-le) [ "$a" -le "$b" ] ;;
+	-lt) [ "$a" -lt "$b" ] ;;
+	*) false ;;
+	esac || {
+		echo "expected $a $op $b"
+		return 1
+	}
+	echo "$a $op $b"
+}
+expect_eq() { _scn_cmp -eq "$1" "$2"; }
+expect_ne() { _scn_cmp -ne "$1" "$2"; }
+expect_ge() { _scn_cmp -ge "$1" "$2"; }
+expect_gt() { _scn_cmp -gt "$1" "$2"; }
+expect_le() { _scn_cmp -le "$1" "$2"; }
+expect_lt() { _scn_cmp -lt "$1" "$2"; }
+
+# expect_dmesg REGEX: some kernel log line matches REGEX (grep -E).
+expect_dmesg() {
+	if dmesg | grep -E -e "$1" | head -n 5 | grep .; then
+		return 0
+	fi
+	echo "no dmesg line matches /$1/"
+	return 1
+}
+
+# expect_no_dmesg REGEX: no kernel log line matches REGEX.
+expect_no_dmesg() {
+	local hits
+	hits=$(dmesg | grep -E -e "$1" | head -n 20)
+	if [ -n "$hits" ]; then
+		printf '%s\n' "$hits"
+		echo "dmesg has lines matching /$1/"
+		return 1
+	fi
+	return 0
+}
+
+# expect_file_contains FILE REGEX: FILE exists and a line matches REGEX.
+expect_file_contains() {
+	if [ ! -r "$1" ]; then
+		echo "cannot read $1"
+		return 1
+	fi
+	if grep -E -e "$2" "$1" | head -n 5 | grep .; then
+		return 0
+	fi
+	echo "$1: no line matches /$2/"
+	return 1
+}
+
+# expect_exists PATH / expect_missing PATH
+expect_exists() {
+	if [ -e "$1" ]; then
+		echo "$1 exists"
+		return 0
+	fi
+	echo "$1 does not exist"
+	return 1
+}
+expect_missing() {
+	if [ -e "$1" ]; then
+		echo "$1 exists but should not"
+		return 1
+	fi
+	return 0
+}
+
+# expect_mounted MOUNTPOINT [FSTYPE]
+expect_mounted() {
+	if awk -v m="$1" -v t="${2:-}" '$2 == m && (t == "" || $3 == t) { f = 1 } END { exit !f }' /proc/mounts; then
+		echo "$1 mounted"
+		return 0
+	fi
+	echo "$1 is not mounted${2:+ as $2}"
+	return 1
+}
+
+# wait_for SECONDS CMD...: poll CMD once a second until it succeeds.
+wait_for() {
+	local t
+	t=$1
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		if [ "$t" -le 0 ]; then
+			echo "timed out waiting for: $*"
+			return 1
+		fi
+		sleep 1
+		t=$((t - 1))
+	done
+	return 0
+}
+
+# Splat lines the scenario header allows ("# allow-splat: REGEX").
+_scn_allowed_re() {
+	[ -n "$SCENARIO_FILE" ] && [ -r "$SCENARIO_FILE" ] || return 0
+	sed -n 's/^#[[:space:]]*allow-splat[[:space:]]*:[[:space:]]*//p' "$SCENARIO_FILE"
+}
+
+# no_splat: the kernel log has no WARNING/BUG/Oops/lockdep/KASAN/... lines
+# (same patterns as the host runner, minus "# allow-splat:" ones).
+no_splat() {
+	local allow hits
+	allow=/tmp/.scn-allow.$$
+	_scn_allowed_re >"$allow"
+	echo '^Kernel command line:' >>"$allow"
+	echo '^Unknown kernel command line' >>"$allow"
+	hits=$(dmesg | grep -E -f "$SCN_SPLAT_RE" | grep -v -E -f "$allow" | head -n 20)
+	rm -f "$allow"
+	if [ -n "$hits" ]; then
+		printf '%s\n' "$hits"
+		echo "kernel log has splat lines"
+		return 1
+	fi
+	echo "no kernel splat in dmesg"
+	return 0
+}
+
+# disks: list the virtio-blk scratch disks (/dev/vda ...), one per line.
+disks() {
+	local d
+	for d in /sys/block/vd*; do
+		[ -e "$d" ] || continue
+		echo "/dev/${d##*/}"
+	done
+}

@@ -1,0 +1,763 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""End-to-end scenario runner: boot a bzImage in QEMU (TCG) with a generated
+initramfs, run one scenario script per boot, and judge the serial console.
+
+Exit status: 0 all scenarios passed, 1 some scenario failed, 2 usage error,
+3 harness/setup error (initramfs build, QEMU missing).  See README.md.
+"""
+
+import argparse
+import hashlib
+import os
+import queue
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+CACHE = REPO / "build" / "scenarios"
+CASES = HERE / "cases"
+PROGS = HERE / "progs"
+BUSYBOX = Path("/bin/busybox")
+QEMU = "qemu-system-x86_64"
+QBOOT = Path("/usr/share/qemu/qboot.rom")
+DEFAULT_KERNELS = [
+    REPO / "build" / "kunit" / "arch" / "x86" / "boot" / "bzImage",
+    REPO / "build" / "kunit-base" / "arch" / "x86" / "boot" / "bzImage",
+]
+CFLAGS = ["-static", "-O2", "-Wall", "-Werror"]
+
+# Bump when the initramfs layout changes, to invalidate the cache.
+INITRAMFS_FORMAT = "3"
+
+DEFAULTS = {"smp": 2, "numa": 2, "mem": "1G", "timeout": 300}
+MAX_SMP = 64
+MIN_NODE_MIB = 64
+MAX_MEM_MIB = 64 * 1024
+MAX_DISK_MIB = 1024 * 1024
+
+# Base kernel command line; scenario "# append:" and --append come after it
+# (for most parameters the last occurrence wins).  No oops=panic: an oops is
+# caught as a splat and the report stays readable on the console; a wedged
+# guest is stopped by the timeout or the post-splat quiet period.
+BASE_APPEND = [
+    "console=ttyS0,115200",
+    "earlyprintk=serial,ttyS0,115200",
+    "panic=-1",
+    "kunit.enable=0",
+    "log_buf_len=1M",
+]
+
+# Kernel "splat" lines (extended regexes valid for both Python and busybox
+# grep -E).  Also installed in the initramfs as /scenarios/splat.re.
+SPLAT_PATTERNS = [
+    r"WARNING:",
+    r"BUG:",
+    r"Oops",
+    r"Kernel panic",
+    r"general protection fault",
+    r"possible circular locking",
+    r"inconsistent lock state",
+    r"possible recursive locking",
+    r"suspicious RCU usage",
+    r"INFO: lockdep",
+    r"KASAN",
+    r"detected stall",
+    r"rcu: INFO:",
+    r"RCU stall",
+    r"UBSAN",
+    r"kmemleak: .*(suspected memory leak|disabled|[Ee]rror|[Cc]annot)",
+    r"INFO: task .* blocked for more than",
+]
+SPLAT_RE = re.compile("|".join("(?:%s)" % p for p in SPLAT_PATTERNS))
+# Console lines never treated as splats: the command line echo and our own
+# protocol/log lines (which may quote kernel lines).
+SPLAT_IGNORE_RE = re.compile(
+    r"^\s*(?:\[[^\]]*\]\s*)?(?:Kernel command line:|Unknown kernel command line)"
+    r"|^(?:CHECK |SCENARIO |\| |# )"
+)
+
+RESULT_RE = re.compile(r"SCENARIO (\S+) (PASS|FAIL)(?::\s*(.*))?$")
+CHECK_RE = re.compile(r"CHECK (\S+) (\S+) (PASS|FAIL)\b(.*)$")
+START_MARK = "SCENARIO-RUNNER START"
+DONE_MARK = "SCENARIO-RUNNER DONE"
+PANIC_RE = re.compile(r"Kernel panic - not syncing")
+
+DONE_GRACE = 20      # s to wait for QEMU to exit after the DONE marker
+SPLAT_QUIET = 60     # s of console silence after a splat before giving up
+
+HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
+LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
+SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description"}
+
+
+class UsageError(Exception):
+    pass
+
+
+class SetupError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------- parsing
+
+def parse_size_mib(text, what):
+    """'512', '512M', '2G', '1048576K' -> MiB (no suffix means MiB)."""
+    m = re.fullmatch(r"\s*(\d+)\s*([KkMmGgTt]?)(?:i?B)?\s*", str(text))
+    if not m:
+        raise UsageError("invalid %s %r (expected e.g. 512M or 2G)" % (what, text))
+    n = int(m.group(1))
+    unit = m.group(2).upper()
+    if unit == "K":
+        if n % 1024:
+            raise UsageError("%s %r is not a whole number of MiB" % (what, text))
+        return n // 1024
+    return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
+
+
+def parse_int(text, what, lo, hi):
+    try:
+        v = int(str(text).strip(), 10)
+    except ValueError:
+        raise UsageError("invalid %s %r (expected an integer)" % (what, text))
+    if not lo <= v <= hi:
+        raise UsageError("%s must be in %d..%d, got %d" % (what, lo, hi, v))
+    return v
+
+
+class Scenario:
+    def __init__(self, path):
+        self.path = path
+        self.name = path.name[:-3]
+        self.meta = {k: [] for k in LIST_KEYS}
+        self._parse_header()
+
+    def _parse_header(self):
+        try:
+            lines = self.path.read_text().splitlines()
+        except OSError as e:
+            raise UsageError("cannot read %s: %s" % (self.path, e))
+        for lineno, line in enumerate(lines, 1):
+            if lineno == 1 and line.startswith("#!"):
+                continue
+            if not line.strip():
+                continue
+            if not line.startswith("#"):
+                break
+            m = HEADER_RE.match(line)
+            if not m:
+                continue
+            key, value = m.group(1), m.group(2)
+            where = "%s:%d" % (self.path, lineno)
+            if key in LIST_KEYS:
+                if value:
+                    self.meta[key].append(value)
+            elif key in SCALAR_KEYS:
+                if key in self.meta:
+                    raise UsageError("%s: duplicate '%s:' header" % (where, key))
+                self.meta[key] = value
+            # Other "# word: text" lines are ordinary comments.
+        for key, what, lo, hi in (("smp", "smp", 1, MAX_SMP),
+                                  ("numa", "numa", 1, MAX_SMP),
+                                  ("timeout", "timeout", 1, 24 * 3600)):
+            if key in self.meta:
+                try:
+                    self.meta[key] = parse_int(self.meta[key], what, lo, hi)
+                except UsageError as e:
+                    raise UsageError("%s: header: %s" % (self.path, e))
+        try:
+            if "mem" in self.meta:
+                parse_size_mib(self.meta["mem"], "mem")
+            for d in self.meta["disk"]:
+                parse_size_mib(d, "disk size")
+            for r in self.meta["allow-splat"]:
+                re.compile(r)
+        except (UsageError, re.error) as e:
+            raise UsageError("%s: header: %s" % (self.path, e))
+
+    @property
+    def description(self):
+        return self.meta.get("description", "")
+
+
+def discover():
+    if not CASES.is_dir():
+        return {}
+    found = {}
+    for p in sorted(CASES.glob("*.sh")):
+        if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*\.sh", p.name):
+            found[p.name[:-3]] = p
+    return found
+
+
+class Config:
+    """Effective per-scenario machine configuration (header + CLI)."""
+
+    def __init__(self, sc, args):
+        def pick(key):
+            v = getattr(args, key)
+            return v if v is not None else sc.meta.get(key, DEFAULTS[key])
+
+        self.smp = parse_int(pick("smp"), "--smp", 1, MAX_SMP)
+        self.numa = parse_int(pick("numa"), "--numa", 1, MAX_SMP)
+        self.mem_mib = parse_size_mib(pick("mem"), "--mem")
+        self.timeout = parse_int(pick("timeout"), "--timeout", 1, 24 * 3600)
+        disks = args.disk if args.disk else sc.meta["disk"]
+        self.disks_mib = [parse_size_mib(d, "--disk size") for d in disks]
+        self.append = list(sc.meta["append"]) + list(args.append or [])
+        self.qemu_extra = []
+        for q in sc.meta["qemu"]:
+            self.qemu_extra += q.split()
+        self.qemu_extra += list(args.qemu_arg or [])
+        self.allow = [re.compile(r) for r in sc.meta["allow-splat"]]
+        self.allow += [re.compile(r) for r in (args.allow_splat or [])]
+
+        if self.numa > self.smp:
+            raise UsageError("numa (%d) > smp (%d): every emulated node needs a vCPU"
+                             % (self.numa, self.smp))
+        if self.mem_mib < 128:
+            raise UsageError("mem %d MiB is too small (min 128M)" % self.mem_mib)
+        if self.mem_mib > MAX_MEM_MIB:
+            raise UsageError("mem %d MiB is too large (max %dG)"
+                             % (self.mem_mib, MAX_MEM_MIB // 1024))
+        if self.mem_mib < MIN_NODE_MIB * self.numa:
+            raise UsageError("mem %d MiB is too small for %d nodes (min %d MiB per node)"
+                             % (self.mem_mib, self.numa, MIN_NODE_MIB))
+        for d in self.disks_mib:
+            if not 1 <= d <= MAX_DISK_MIB:
+                raise UsageError("disk size %d MiB out of range 1M..1T" % d)
+
+    def describe(self):
+        s = "smp=%d numa=%d mem=%dM timeout=%ds" % (
+            self.smp, self.numa, self.mem_mib, self.timeout)
+        if self.disks_mib:
+            s += " disks=" + ",".join("%dM" % d for d in self.disks_mib)
+        if self.append:
+            s += " append=%r" % " ".join(self.append)
+        return s
+
+
+# -------------------------------------------------------------- initramfs
+
+class Cpio:
+    """Minimal writer for the "newc" cpio format the kernel unpacks."""
+
+    def __init__(self):
+        self.data = bytearray()
+        self.ino = 1
+        self.names = set()
+
+    def _pad(self):
+        self.data += b"\0" * (-len(self.data) % 4)
+
+    def _entry(self, name, mode, body=b"", rdev=(0, 0), nlink=1):
+        if name in self.names:
+            raise SetupError("duplicate initramfs entry %s" % name)
+        self.names.add(name)
+        raw = name.encode() + b"\0"
+        fields = (self.ino, mode, 0, 0, nlink, 0, len(body), 0, 0,
+                  rdev[0], rdev[1], len(raw), 0)
+        self.ino += 1
+        self.data += b"070701" + "".join("%08X" % f for f in fields).encode()
+        self.data += raw
+        self._pad()
+        self.data += body
+        self._pad()
+
+    def dir(self, name, perm=0o755):
+        self._entry(name, 0o040000 | perm, nlink=2)
+
+    def file(self, name, body, perm=0o644):
+        self._entry(name, 0o100000 | perm, body)
+
+    def symlink(self, name, target):
+        self._entry(name, 0o120777, target.encode())
+
+    def chardev(self, name, major, minor, perm=0o666):
+        self._entry(name, 0o020000 | perm, rdev=(major, minor))
+
+    def finish(self):
+        self.names.discard("TRAILER!!!")
+        self._entry("TRAILER!!!", 0, nlink=1)
+        return bytes(self.data)
+
+
+def busybox_applets():
+    try:
+        out = subprocess.run([str(BUSYBOX), "--list"], check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError) as e:
+        raise SetupError("cannot run %s --list: %s (install busybox-static)" % (BUSYBOX, e))
+    return sorted({a for a in out.split() if re.fullmatch(r"[\w.\[\]-]+", a)})
+
+
+def gcc_version():
+    try:
+        return subprocess.run(["gcc", "--version"], check=True, capture_output=True,
+                              text=True).stdout.splitlines()[0]
+    except (OSError, subprocess.CalledProcessError, IndexError) as e:
+        raise SetupError("cannot run gcc: %s" % e)
+
+
+def initramfs_inputs():
+    """(label, bytes) pairs that determine the initramfs contents."""
+    items = []
+    for p in [HERE / "init.sh", HERE / "lib.sh"]:
+        items.append(("file:" + p.name, p.read_bytes()))
+    for p in sorted(CASES.glob("*.sh")):
+        items.append(("case:" + p.name, p.read_bytes()))
+    for p in sorted(PROGS.glob("*.[ch]")):
+        items.append(("prog:" + p.name, p.read_bytes()))
+    items.append(("splat", "\n".join(SPLAT_PATTERNS).encode() + b"\n"))
+    if not BUSYBOX.is_file():
+        raise SetupError("%s not found (apt-get install busybox-static)" % BUSYBOX)
+    items.append(("busybox", BUSYBOX.read_bytes()))
+    items.append(("gcc", gcc_version().encode()))
+    items.append(("cflags", " ".join(CFLAGS).encode()))
+    items.append(("format", INITRAMFS_FORMAT.encode()))
+    return items
+
+
+def compile_progs(outdir, log):
+    outdir.mkdir(parents=True, exist_ok=True)
+    built = []
+    for src in sorted(PROGS.glob("*.c")):
+        exe = outdir / src.stem
+        cmd = ["gcc"] + CFLAGS + ["-I", str(PROGS), "-o", str(exe), str(src)]
+        log("compiling %s" % src.relative_to(REPO))
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SetupError("compiling %s failed:\n%s%s" % (src, r.stdout, r.stderr))
+        built.append((src.stem, exe))
+    return built
+
+
+def build_initramfs(force, log):
+    items = initramfs_inputs()
+    h = hashlib.sha256()
+    for label, body in items:
+        h.update(label.encode() + b"\0" + hashlib.sha256(body).digest())
+    digest = h.hexdigest()
+    out = CACHE / "initramfs.cpio"
+    stamp = CACHE / "initramfs.sha256"
+    if not force and out.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
+        return out, False
+
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=CACHE, prefix="progs.") as tmp:
+        progs = compile_progs(Path(tmp), log)
+        c = Cpio()
+        for d in ["bin", "dev", "etc", "proc", "sys", "tmp", "run", "root", "mnt",
+                  "var", "usr", "scenarios", "scenarios/cases"]:
+            c.dir(d, 0o1777 if d == "tmp" else 0o755)
+        for name, target in [("sbin", "bin"), ("usr/bin", "../bin"),
+                             ("usr/sbin", "../bin"), ("etc/mtab", "/proc/mounts"),
+                             ("var/tmp", "/tmp")]:
+            c.symlink(name, target)
+        # Static nodes for kernels without CONFIG_DEVTMPFS.
+        for name, major, minor, perm in [("console", 5, 1, 0o600), ("tty", 5, 0, 0o666),
+                                         ("ttyS0", 4, 64, 0o660), ("null", 1, 3, 0o666),
+                                         ("zero", 1, 5, 0o666), ("random", 1, 8, 0o666),
+                                         ("urandom", 1, 9, 0o666), ("kmsg", 1, 11, 0o644)]:
+            c.chardev("dev/" + name, major, minor, perm)
+        c.file("bin/busybox", BUSYBOX.read_bytes(), 0o755)
+        prog_names = {name for name, _ in progs}
+        for applet in busybox_applets():
+            if applet != "busybox" and applet not in prog_names:
+                c.symlink("bin/" + applet, "busybox")
+        for name, exe in progs:
+            c.file("bin/" + name, exe.read_bytes(), 0o755)
+        c.file("init", (HERE / "init.sh").read_bytes(), 0o755)
+        c.file("scenarios/lib.sh", (HERE / "lib.sh").read_bytes())
+        c.file("scenarios/splat.re", "\n".join(SPLAT_PATTERNS).encode() + b"\n")
+        for p in sorted(CASES.glob("*.sh")):
+            c.file("scenarios/cases/" + p.name, p.read_bytes(), 0o755)
+        c.file("etc/hostname", b"scenario\n")
+        data = c.finish()
+
+    tmp_out = out.with_name(out.name + ".tmp.%d" % os.getpid())
+    tmp_out.write_bytes(data)
+    os.replace(tmp_out, out)
+    stamp.write_text(digest + "\n")
+    return out, True
+
+
+# ------------------------------------------------------------------- QEMU
+
+def qemu_command(kernel, initrd, cfg, sc, disk_paths):
+    cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+           "-machine", "pc",
+           "-smp", str(cfg.smp), "-m", "%dM" % cfg.mem_mib,
+           "-serial", "stdio", "-monitor", "none"]
+    if QBOOT.is_file():
+        cmd += ["-bios", str(QBOOT)]
+    if cfg.numa > 1:
+        per_mem = (cfg.mem_mib // cfg.numa) & ~1
+        cpu = 0
+        for n in range(cfg.numa):
+            mem = per_mem if n < cfg.numa - 1 else cfg.mem_mib - per_mem * (cfg.numa - 1)
+            ncpu = cfg.smp // cfg.numa + (1 if n < cfg.smp % cfg.numa else 0)
+            cpus = "%d" % cpu if ncpu == 1 else "%d-%d" % (cpu, cpu + ncpu - 1)
+            cpu += ncpu
+            cmd += ["-object", "memory-backend-ram,id=m%d,size=%dM" % (n, mem),
+                    "-numa", "node,nodeid=%d,cpus=%s,memdev=m%d" % (n, cpus, n)]
+    for i, path in enumerate(disk_paths):
+        cmd += ["-drive", "if=none,file=%s,format=raw,id=d%d" % (path, i),
+                "-device", "virtio-blk-pci,drive=d%d" % i]
+    append = BASE_APPEND + [
+        "scenario.run=%s" % sc.name,
+        "scenario.smp=%d" % cfg.smp,
+        "scenario.numa=%d" % cfg.numa,
+        "scenario.mem=%d" % cfg.mem_mib,
+        "scenario.disks=%d" % len(disk_paths),
+    ] + cfg.append
+    cmd += ["-kernel", str(kernel), "-initrd", str(initrd),
+            "-append", " ".join(append)]
+    cmd += cfg.qemu_extra
+    return cmd
+
+
+def _reader(stream, q, tag):
+    try:
+        for raw in iter(stream.readline, b""):
+            q.put((tag, raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")))
+    finally:
+        q.put((tag, None))
+
+
+class Outcome:
+    def __init__(self, name):
+        self.name = name
+        self.result = None       # (PASS|FAIL, reason)
+        self.checks = []         # (check, PASS|FAIL, rest)
+        self.failed_detail = []  # lines to show for failed checks
+        self.splats = []
+        self.started = False
+        self.done = False
+        self.panic = False
+        self.timed_out = False
+        self.splat_stall = False
+        self.qemu_rc = None
+        self.stderr = []
+        self.elapsed = 0.0
+        self.reasons = []
+
+    @property
+    def passed(self):
+        return not self.reasons
+
+
+def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run):
+    out = Outcome(sc.name)
+    with tempfile.TemporaryDirectory(prefix="scenario-disks.") as tmp:
+        disk_paths = []
+        for i, mib in enumerate(cfg.disks_mib):
+            p = Path(tmp) / ("disk%d.raw" % i)
+            with open(p, "wb") as f:
+                f.truncate(mib * 1024 * 1024)
+            disk_paths.append(p)
+        cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths)
+        if dry_run:
+            print(" ".join(shlex_quote(a) for a in cmd))
+            return None
+        _boot(cmd, cfg, out, log_path, verbose)
+    _judge(out, cfg)
+    return out
+
+
+def shlex_quote(s):
+    import shlex
+    return shlex.quote(s)
+
+
+def _boot(cmd, cfg, out, log_path, verbose):
+    logf = open(log_path, "w", encoding="utf-8") if log_path else None
+    if logf:
+        logf.write("# " + " ".join(shlex_quote(a) for a in cmd) + "\n")
+        logf.flush()
+    start = time.monotonic()
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    except OSError as e:
+        raise SetupError("cannot start %s: %s" % (QEMU, e))
+    q = queue.Queue()
+    threads = [threading.Thread(target=_reader, args=(proc.stdout, q, "out"), daemon=True),
+               threading.Thread(target=_reader, args=(proc.stderr, q, "err"), daemon=True)]
+    for t in threads:
+        t.start()
+    open_streams = 2
+    deadline = start + cfg.timeout
+    done_at = None
+    last_output = start
+    in_check_fail = False
+    try:
+        while open_streams:
+            now = time.monotonic()
+            if now >= deadline:
+                out.timed_out = True
+                break
+            if done_at is not None and now - done_at > DONE_GRACE:
+                break
+            if out.splats and not out.done and now - last_output > SPLAT_QUIET:
+                out.splat_stall = True
+                break
+            try:
+                tag, line = q.get(timeout=1.0)
+            except queue.Empty:
+                continue
+            if line is None:
+                open_streams -= 1
+                continue
+            if tag == "err":
+                out.stderr.append(line)
+                if logf:
+                    logf.write("[qemu stderr] " + line + "\n")
+                if verbose:
+                    print("  [qemu] " + line, flush=True)
+                continue
+            last_output = time.monotonic()
+            if logf:
+                logf.write(line + "\n")
+                logf.flush()
+            if verbose:
+                print("  | " + line, flush=True)
+            if START_MARK in line:
+                out.started = True
+            if DONE_MARK in line:
+                out.done = True
+                done_at = time.monotonic()
+            if PANIC_RE.search(line):
+                out.panic = True
+            m = CHECK_RE.search(line)
+            if m and m.group(1) == out.name:
+                out.checks.append((m.group(2), m.group(3), m.group(4).strip()))
+                in_check_fail = m.group(3) == "FAIL"
+                if in_check_fail:
+                    out.failed_detail.append(line[m.start():])
+                continue
+            if in_check_fail and line.startswith("| "):
+                out.failed_detail.append(line)
+                continue
+            in_check_fail = False
+            m = RESULT_RE.search(line)
+            if m and m.group(1) == out.name and out.result is None:
+                out.result = (m.group(2), m.group(3) or "")
+                continue
+            if SPLAT_RE.search(line) and not SPLAT_IGNORE_RE.search(line):
+                if not any(a.search(line) for a in cfg.allow):
+                    out.splats.append(line)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            out.qemu_rc = proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            out.qemu_rc = None
+        for t in threads:
+            t.join(timeout=2)
+        out.elapsed = time.monotonic() - start
+        if logf:
+            logf.write("# qemu exit status %s after %.1fs%s\n" % (
+                out.qemu_rc, out.elapsed, " (killed: timeout)" if out.timed_out else ""))
+            logf.close()
+
+
+def _judge(out, cfg):
+    r = out.reasons
+    if out.result is None:
+        if out.timed_out:
+            why = "timed out after %ds" % cfg.timeout
+        elif out.splat_stall:
+            why = "console silent for %ds after a kernel splat" % SPLAT_QUIET
+        elif out.panic:
+            why = "kernel panic"
+        elif out.done:
+            why = "init finished without a result line"
+        else:
+            why = "QEMU exited (status %s)" % out.qemu_rc
+        stage = "before the scenario started" if not out.started else "during the scenario"
+        r.append("no result line: %s %s" % (why, stage))
+        if out.stderr and not out.started:
+            r.append("qemu: " + " / ".join(out.stderr[-3:]))
+    elif out.result[0] == "FAIL":
+        r.append(out.result[1] or "scenario reported FAIL")
+    failed = [c for c, st, _ in out.checks if st == "FAIL"]
+    if failed and not (out.result and out.result[0] == "FAIL"):
+        r.append("failed checks: " + ", ".join(failed))
+    if out.splats:
+        r.append("%d kernel splat line(s) on the console" % len(out.splats))
+
+
+# -------------------------------------------------------------------- main
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(
+        prog="run.py",
+        description="Boot a kernel in QEMU (TCG) and run end-to-end scenarios.",
+        epilog="Exit status: 0 all passed, 1 a scenario failed, 2 usage error, "
+               "3 setup error.")
+    ap.add_argument("--kernel", metavar="PATH",
+                    help="bzImage to boot (default: build/kunit, then build/kunit-base)")
+    ap.add_argument("--scenario", "-s", metavar="NAME", action="append",
+                    help="scenario to run (repeatable, or 'all'; default all)")
+    ap.add_argument("--smp", metavar="N", help="vCPUs (default %d)" % DEFAULTS["smp"])
+    ap.add_argument("--numa", metavar="N",
+                    help="emulated NUMA nodes (default %d)" % DEFAULTS["numa"])
+    ap.add_argument("--mem", metavar="SIZE", help="guest RAM, e.g. 2G (default %s)"
+                    % DEFAULTS["mem"])
+    ap.add_argument("--append", metavar="ARGS", action="append",
+                    help="extra kernel command line (after the scenario's)")
+    ap.add_argument("--disk", metavar="SIZE", action="append",
+                    help="add a virtio-blk scratch disk (repeatable; replaces "
+                         "the scenario's '# disk:' list)")
+    ap.add_argument("--timeout", metavar="SECONDS",
+                    help="per-boot timeout (default %d)" % DEFAULTS["timeout"])
+    ap.add_argument("--log-dir", metavar="DIR",
+                    help="write <scenario>.log console logs here "
+                         "(default build/scenarios/logs)")
+    ap.add_argument("--qemu-arg", metavar="ARG", action="append",
+                    help="extra QEMU argument (repeatable)")
+    ap.add_argument("--allow-splat", metavar="REGEX", action="append",
+                    help="do not count console lines matching REGEX as splats")
+    ap.add_argument("--list", action="store_true", help="list scenarios and exit")
+    ap.add_argument("--verbose", "-v", action="store_true",
+                    help="stream the console while running")
+    ap.add_argument("--rebuild", action="store_true", help="force an initramfs rebuild")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="build the initramfs, print the QEMU commands, do not boot")
+    return ap.parse_args(argv)
+
+
+def select(args, available):
+    names = args.scenario or ["all"]
+    if "all" in names:
+        return list(available)
+    unknown = [n for n in names if n not in available]
+    if unknown:
+        raise UsageError("unknown scenario(s): %s (available: %s)"
+                         % (", ".join(unknown), ", ".join(available) or "none"))
+    seen = []
+    for n in names:
+        if n not in seen:
+            seen.append(n)
+    return seen
+
+
+def check_bzimage(path):
+    """The x86 boot protocol header has "HdrS" at offset 0x202."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0x202)
+            magic = f.read(4)
+    except OSError as e:
+        raise UsageError("kernel %s: %s" % (path, e))
+    if magic != b"HdrS":
+        raise UsageError("kernel %s is not an x86 bzImage (use arch/x86/boot/bzImage, "
+                         "not vmlinux)" % path)
+
+
+def pick_kernel(args):
+    if args.kernel:
+        k = Path(args.kernel)
+        if not k.is_file():
+            raise UsageError("kernel %s: no such file" % k)
+        check_bzimage(k)
+        return k
+    for k in DEFAULT_KERNELS:
+        if k.is_file():
+            check_bzimage(k)
+            return k
+    raise UsageError("no --kernel given and none of %s exists"
+                     % ", ".join(str(k.relative_to(REPO)) for k in DEFAULT_KERNELS))
+
+
+def main(argv):
+    args = parse_args(argv)
+    available = discover()
+    if args.list:
+        for name, path in available.items():
+            sc = Scenario(path)
+            extra = []
+            for key in ("smp", "numa", "mem", "timeout"):
+                if key in sc.meta:
+                    extra.append("%s=%s" % (key, sc.meta[key]))
+            for key in ("append", "disk"):
+                if sc.meta[key]:
+                    extra.append("%s=%r" % (key, " ".join(sc.meta[key])))
+            print("%-20s %s%s" % (name, sc.description,
+                                  ("  [" + ", ".join(extra) + "]") if extra else ""))
+        return 0
+
+    names = select(args, available)
+    if not names:
+        raise UsageError("no scenarios in %s" % CASES)
+    kernel = pick_kernel(args)
+    scenarios = [Scenario(available[n]) for n in names]
+    configs = [Config(sc, args) for sc in scenarios]   # validate all before booting
+    for a in args.allow_splat or []:
+        try:
+            re.compile(a)
+        except re.error as e:
+            raise UsageError("bad --allow-splat regex %r: %s" % (a, e))
+    if shutil.which(QEMU) is None:
+        raise SetupError("%s not found" % QEMU)
+
+    initrd, rebuilt = build_initramfs(args.rebuild, lambda m: print("[initramfs] " + m))
+    print("[initramfs] %s %s" % ("built" if rebuilt else "cached", initrd))
+    print("[kernel] %s" % kernel)
+
+    log_dir = Path(args.log_dir) if args.log_dir else CACHE / "logs"
+    if not args.dry_run:
+        try:
+            log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise UsageError("--log-dir %s: %s" % (log_dir, e))
+
+    passed = failed = 0
+    for sc, cfg in zip(scenarios, configs):
+        print("=== %s (%s)" % (sc.name, cfg.describe()), flush=True)
+        log_path = None if args.dry_run else log_dir / ("%s.log" % sc.name)
+        out = run_scenario(sc, cfg, kernel, initrd, log_path, args.verbose, args.dry_run)
+        if out is None:
+            continue
+        for check, status, rest in out.checks:
+            print("  CHECK %s %s%s" % (check, status, (" " + rest) if rest else ""))
+        if out.passed:
+            passed += 1
+            print("PASS %s (%.1fs)" % (sc.name, out.elapsed), flush=True)
+            continue
+        failed += 1
+        print("FAIL %s (%.1fs): %s" % (sc.name, out.elapsed, "; ".join(out.reasons)))
+        for line in out.failed_detail[:40]:
+            print("  " + line)
+        for line in out.splats[:20]:
+            print("  splat: " + line)
+        if len(out.splats) > 20:
+            print("  ... %d more splat lines" % (len(out.splats) - 20))
+        print("  log: %s" % log_path, flush=True)
+    if args.dry_run:
+        return 0
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except UsageError as e:
+        print("run.py: error: %s" % e, file=sys.stderr)
+        sys.exit(2)
+    except SetupError as e:
+        print("run.py: setup error: %s" % e, file=sys.stderr)
+        sys.exit(3)
+    except KeyboardInterrupt:
+        print("run.py: interrupted", file=sys.stderr)
+        sys.exit(130)
