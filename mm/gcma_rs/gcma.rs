@@ -38,12 +38,7 @@ fn init_area(area: &boot::ReservedArea) -> Result {
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
     let zeroed = |n: usize| -> Result<KVec<usize>> { Ok(KVec::from_elem(0, n, GFP_KERNEL)?) };
-    let map = area_map::AreaMap::new(
-        nr_pages,
-        zeroed(words)?,
-        zeroed(words)?,
-        zeroed(summary)?,
-    )?;
+    let map = area_map::AreaMap::new(nr_pages, zeroed(words)?, zeroed(words)?, zeroed(summary)?)?;
     pr_info!(
         "{}: {} pages from pfn {:#x}, node {}, {} free\n",
         area.name(),

@@ -122,8 +122,15 @@ fn area_map_matches_model() -> Result {
                     }
                     (Err(e), None) => kunit_expect_eq!(e, ENOMEM),
                     (got, want) => {
-                        kunit_expect!(false, "step {}: alloc({}, {}) = {:?}, model {:?}",
-                                      step, count, align_order, got.map(|o| o.start), want);
+                        kunit_expect!(
+                            false,
+                            "step {}: alloc({}, {}) = {:?}, model {:?}",
+                            step,
+                            count,
+                            align_order,
+                            got.map(|o| o.start),
+                            want
+                        );
                         return Err(EINVAL);
                     }
                 }
@@ -171,7 +178,10 @@ fn area_map_edges() -> Result {
     const PAGES: usize = 777;
     let mut map = new_map(PAGES)?;
     kunit_expect_eq!(map.alloc_primary(0, 0).map(|o| o.start), Err(EINVAL));
-    kunit_expect_eq!(map.alloc_primary(PAGES + 1, 0).map(|o| o.start), Err(ENOMEM));
+    kunit_expect_eq!(
+        map.alloc_primary(PAGES + 1, 0).map(|o| o.start),
+        Err(ENOMEM)
+    );
     kunit_expect_eq!(map.primary_used(), 0);
     kunit_expect_eq!(map.alloc_primary(PAGES, 0).map(|o| o.start), Ok(0));
     kunit_expect_eq!(map.free(), 0);

@@ -18,7 +18,12 @@ fn node_lock_layout() -> Result {
         let addr = locks.word_addr(node);
         kunit_expect_eq!(addr % CACHE_LINE, 0);
         if let Some(p) = prev {
-            kunit_expect!(addr - p >= CACHE_LINE, "words {:#x} and {:#x} share a line", p, addr);
+            kunit_expect!(
+                addr - p >= CACHE_LINE,
+                "words {:#x} and {:#x} share a line",
+                p,
+                addr
+            );
         }
         prev = Some(addr);
     }

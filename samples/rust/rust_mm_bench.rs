@@ -45,7 +45,9 @@ fn bench_buddy(order: u32, iters: u32) -> Result<(i64, i64)> {
     });
     let raw = mean_ns(iters, || {
         // SAFETY: a valid order and node; the block is freed right away.
-        let page = unsafe { bindings::alloc_pages_node(bindings::NUMA_NO_NODE, bindings::GFP_KERNEL, order) };
+        let page = unsafe {
+            bindings::alloc_pages_node(bindings::NUMA_NO_NODE, bindings::GFP_KERNEL, order)
+        };
         if page.is_null() {
             failures += 1;
         } else {
@@ -70,7 +72,12 @@ impl kernel::Module for MmBench {
         pr_info!("{:<28} {:>10} {:>10}\n", "operation", "safe ns", "raw ns");
         for order in [0u32, 4, 9] {
             let (safe, raw) = bench_buddy(order, 2000)?;
-            pr_info!("{:<28} {:>10} {:>10}\n", format_args!("buddy alloc+free order {}", order), safe, raw);
+            pr_info!(
+                "{:<28} {:>10} {:>10}\n",
+                format_args!("buddy alloc+free order {}", order),
+                safe,
+                raw
+            );
         }
         let guard_ns = mean_ns(1_000_000, || drop(rcu::read_lock()));
         let raw_ns = mean_ns(1_000_000, || {
@@ -79,7 +86,12 @@ impl kernel::Module for MmBench {
             // SAFETY: ends the critical section entered just above.
             unsafe { bindings::rcu_read_unlock() };
         });
-        pr_info!("{:<28} {:>10} {:>10}\n", "rcu read lock+unlock", guard_ns, raw_ns);
+        pr_info!(
+            "{:<28} {:>10} {:>10}\n",
+            "rcu read lock+unlock",
+            guard_ns,
+            raw_ns
+        );
         Ok(MmBench)
     }
 }

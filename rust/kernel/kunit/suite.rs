@@ -93,7 +93,12 @@ pub fn fail(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
     // SAFETY: FFI call without preconditions.
     let test = unsafe { bindings::kunit_get_current_test() };
     if test.is_null() {
-        crate::pr_err!("KUnit failure outside a test at {}:{}: {}\n", file, line, args);
+        crate::pr_err!(
+            "KUnit failure outside a test at {}:{}: {}\n",
+            file,
+            line,
+            args
+        );
         return;
     }
     // SAFETY: `file` is NUL-terminated and lives forever; `args` is a valid

@@ -158,7 +158,9 @@ impl ContigPages {
             let va = unsafe { bindings::kmap_local_page(page) }.cast::<u8>();
             // SAFETY: the source lies inside the mapped page and the
             // destination inside `buf`; they cannot overlap.
-            unsafe { core::ptr::copy_nonoverlapping(va.add(in_page), buf.as_mut_ptr().add(done), n) };
+            unsafe {
+                core::ptr::copy_nonoverlapping(va.add(in_page), buf.as_mut_ptr().add(done), n)
+            };
             // SAFETY: `va` was returned by the `kmap_local_page` just above.
             unsafe { bindings::kunmap_local(va.cast()) };
         })
