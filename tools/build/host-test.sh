@@ -3,6 +3,9 @@
 #
 # Host tier: cargo test over the tools/host workspace, where the shared
 # modules of mm/*_rs build unchanged against a shim of the kernel crate.
+# Tests run in the debug profile, whose overflow checks match the kernel's
+# CONFIG_RUST_OVERFLOW_CHECKS; the loom models run in release mode with
+# their own target directory (RUSTFLAGS differ).
 # Prints "host: N passed, N failed" last.
 
 set -uo pipefail
@@ -12,8 +15,12 @@ cd "$repo/tools/host" || exit 2
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-cargo test --workspace --release 2>&1 | tee "$log"
+cargo test --workspace 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$repo/tools/host/target/loom" \
+	cargo test --release -p bonsai-core --test loom 2>&1 | tee -a "$log"
+rc_loom=${PIPESTATUS[0]}
+[ "$rc" -ne 0 ] || rc=$rc_loom
 # "test result: ok. 12 passed; 0 failed; 0 ignored; ..." once per test binary.
 passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | grep -oE '[0-9]+ passed' |
 	 grep -oE '[0-9]+' | paste -sd+ | bc)

@@ -701,7 +701,12 @@ def main(argv):
         raise UsageError("no scenarios in %s" % CASES)
     kernel = pick_kernel(args)
     scenarios = [Scenario(available[n]) for n in names]
-    configs = [Config(sc, args) for sc in scenarios]   # validate all before booting
+    configs = []    # validate all before booting
+    for sc in scenarios:
+        try:
+            configs.append(Config(sc, args))
+        except UsageError as e:
+            raise UsageError("scenario %s: %s" % (sc.name, e))
     for a in args.allow_splat or []:
         try:
             re.compile(a)

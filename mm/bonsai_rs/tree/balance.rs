@@ -53,6 +53,20 @@ impl BalanceParams {
         offset: 0,
     };
 
+    /// Other parameters, for experiments: balance factor `delta`, rotation
+    /// ratio `gamma` (both at least 1), weight = size + `weight_offset` (0
+    /// or 1; with 0, a subtree of fewer than two nodes is always in
+    /// balance).  Balance is proven only for [`Self::HIRAI_YAMAMOTO`]; with
+    /// others the tree stays correct but may drift out of balance
+    /// ([`Self::max_height`] then no longer bounds its height).
+    pub const fn custom(delta: usize, gamma: usize, weight_offset: usize) -> Self {
+        Self {
+            delta: if delta == 0 { 1 } else { delta },
+            gamma: if gamma == 0 { 1 } else { gamma },
+            offset: if weight_offset == 0 { 0 } else { 1 },
+        }
+    }
+
     /// The balance factor `delta`.
     pub const fn delta(self) -> usize {
         self.delta
@@ -104,7 +118,7 @@ impl BalanceParams {
     /// a sibling of `heavy` nodes.
     fn min_sibling(self, heavy: usize) -> usize {
         // Start below the answer and step up: `light_ok` is monotonic.
-        let mut s = (heavy / self.delta.max(1)).saturating_sub(1);
+        let mut s = (heavy / self.delta).saturating_sub(1);
         while !self.light_ok(s, heavy) {
             s += 1;
         }

@@ -66,11 +66,14 @@
 //! frees after an RCU grace period (for example after `synchronize_rcu()`,
 //! or from an RCU callback).
 //!
-//! # Platform
+//! # What the crate root provides
 //!
-//! The crate root provides a `platform` module with `AtomicPtr` and
-//! `Ordering` (in the kernel: `core::sync::atomic`'s; on the host they may
-//! be `loom`'s), and implements [`ReadSide`] for its RCU read guard.
+//! * `pub mod tree;` (public, so that `-Wunreachable_pub` holds);
+//! * a `platform` module exporting `AtomicPtr` and `Ordering`: in the
+//!   kernel `core::sync::atomic`'s, on the host possibly `loom`'s;
+//! * `unsafe impl ReadSide for` its RCU read guard;
+//! * the writer lock, taken around [`Tree::writer`], and the reclamation
+//!   of [`RetiredList`]s after a grace period.
 
 mod balance;
 mod check;

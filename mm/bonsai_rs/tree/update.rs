@@ -124,8 +124,8 @@ impl<'a, V> Writer<'a, V> {
             let mut l = size_of(n.child(Dir::Left), key);
             let mut r = size_of(n.child(Dir::Right), key);
             match dir {
-                Dir::Left => l += 1,
-                Dir::Right => r += 1,
+                Dir::Left => l = l.saturating_add(1),
+                Dir::Right => r = r.saturating_add(1),
             }
             if !params.balanced(l, r) {
                 need += 2;
@@ -476,7 +476,7 @@ impl<'a, V> Writer<'a, V> {
     }
 
     /// Makes `a'`: `a` with children `light` (on the light side) and `x`
-    /// (on the heavy side) — a copy, or `a` itself when fresh.
+    /// (on the heavy side): a copy, or `a` itself when fresh.
     fn pivot<'n>(
         &mut self,
         a: NodeRef<'n, V>,

@@ -11,10 +11,30 @@
 //! Run the loom model with
 //! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`.
 
-// The kernel's lints for Rust code, so the shared modules are held to them
-// here too.
-#![deny(unsafe_op_in_unsafe_fn)]
-#![warn(missing_docs, unreachable_pub, clippy::undocumented_unsafe_blocks)]
+// The kernel's lints for Rust code (`rust_common_flags` in the top-level
+// Makefile), so the shared modules are held to them here too.
+#![deny(non_ascii_idents, unsafe_op_in_unsafe_fn)]
+#![warn(
+    missing_docs,
+    rust_2018_idioms,
+    unreachable_pub,
+    clippy::all,
+    clippy::ignored_unit_patterns,
+    clippy::mut_mut,
+    clippy::needless_bitwise_bool,
+    clippy::no_mangle_with_rust_abi,
+    clippy::undocumented_unsafe_blocks,
+    clippy::unnecessary_safety_comment,
+    clippy::unnecessary_safety_doc,
+    rustdoc::unescaped_backticks
+)]
+#![allow(
+    clippy::collapsible_if,
+    clippy::collapsible_match,
+    clippy::needless_lifetimes,
+    clippy::uninlined_format_args,
+    clippy::unwrap_or_default
+)]
 
 /// The atomics the shared modules use.
 pub(crate) mod platform {

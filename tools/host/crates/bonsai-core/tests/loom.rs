@@ -1,15 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Loom model: lock-free lookups racing updates that rotate, commit in
-//! place, and substitute a successor, must never miss a range that stays
+//! place and substitute a successor must never miss a range that stays
 //! present, nor see a half-built node.
 //!
 //! Run with
-//! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`.
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`
+//! (`LOOM_MAX_PREEMPTIONS` overrides the default bound of 4).
+//!
+//! Checked by mutation when this model was written: rotating in place as
+//! in the paper's Figure 3, removing the successor without copying the
+//! path above it, and publishing with relaxed instead of release stores
+//! each make at least one of these tests fail.
 
 #![cfg(loom)]
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
 
 use bonsai_core::host_rcu::NoReclaim;
 use bonsai_core::tree::{NodeReserve, RetiredList, Stats, Tree};
@@ -21,27 +28,71 @@ fn range(k: usize) -> (usize, usize) {
     (k * 10, k * 10 + 5)
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug)]
 enum Update {
     Insert(usize),
     Remove(usize),
 }
 
-/// Builds a tree from `keys` (in order), then races one `update` against
-/// a reader looking up each key of `watch`, which stays present.
-/// Returns the stats delta of the update.
-fn race(keys: &'static [usize], update: Update, watch: &'static [usize]) -> Stats {
-    let mut delta = Stats::default();
+struct Case {
+    /// Keys inserted, in order, before the race.
+    keys: &'static [usize],
+    /// Updates the writer makes during the race.
+    updates: &'static [Update],
+    /// Keys present throughout, which the reader looks up.
+    watch: &'static [usize],
+}
+
+fn diff(after: Stats, before: Stats) -> Stats {
+    Stats {
+        allocated: after.allocated - before.allocated,
+        retired: after.retired - before.retired,
+        single_rotations: after.single_rotations - before.single_rotations,
+        double_rotations: after.double_rotations - before.double_rotations,
+        commits: after.commits - before.commits,
+        root_stores: after.root_stores - before.root_stores,
+        skipped: after.skipped - before.skipped,
+    }
+}
+
+/// The reader: every watched key is found by `find` and `find_from`, and
+/// comes out of an iteration, which is strictly increasing.
+fn read(tree: &Tree<usize>, watch: &[usize]) {
+    let g = NoReclaim;
+    for &k in watch {
+        let (s, e) = range(k);
+        let f = tree.find(&g, s + 2).map(|e| (e.start, e.end, *e.value));
+        assert_eq!(f, Some((s, e, k)), "find of {k} missed");
+        let f = tree.find_from(&g, s).map(|e| (e.start, *e.value));
+        assert_eq!(f, Some((s, k)), "find_from of {k} missed");
+    }
+    let mut last = None;
+    let mut seen = 0;
+    for e in tree.iter(&g) {
+        assert!(last.is_none_or(|l| l < e.start), "iteration out of order");
+        last = Some(e.start);
+        assert_eq!(e.start, range(*e.value).0, "torn entry");
+        seen += usize::from(watch.contains(e.value));
+    }
+    assert_eq!(seen, watch.len(), "iteration missed a watched range");
+}
+
+/// Races the case's updates against a reader; returns the update stats.
+fn race(case: Case) -> Stats {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(3);
+        builder.preemption_bound = Some(4);
     }
-    let out = Arc::new(std::sync::Mutex::new(Stats::default()));
-    let out2 = out.clone();
-    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let runs2 = runs.clone();
+    let out = Arc::new(Mutex::new(Stats::default()));
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (out2, runs2) = (out.clone(), runs.clone());
+    let Case {
+        keys,
+        updates,
+        watch,
+    } = case;
     builder.check(move || {
-        runs2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        runs2.fetch_add(1, Relaxed);
         let tree = Arc::new(Tree::new());
         let mut reserve = NodeReserve::new();
         let mut retired = RetiredList::new();
@@ -52,30 +103,21 @@ fn race(keys: &'static [usize], update: Update, watch: &'static [usize]) -> Stat
             let (s, e) = range(k);
             w.insert(s, e, k).unwrap();
         }
-        reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
         let before = tree.stats();
 
         let reader = {
             let tree = tree.clone();
-            thread::spawn(move || {
-                let g = NoReclaim;
-                for &k in watch {
-                    let (s, _) = range(k);
-                    let e = tree.find(&g, s + 2);
-                    assert!(e.is_some(), "lookup of {k} missed");
-                    let e = e.unwrap();
-                    assert_eq!((e.start, *e.value), (s, k));
-                }
-            })
+            thread::spawn(move || read(&tree, watch))
         };
         let writer = {
             let tree = tree.clone();
             thread::spawn(move || {
                 let mut retired = RetiredList::new();
-                {
+                for &u in updates {
+                    reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
                     // SAFETY: this thread is the only writer.
                     let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
-                    match update {
+                    match u {
                         Update::Insert(k) => {
                             let (s, e) = range(k);
                             w.insert(s, e, k).unwrap();
@@ -89,37 +131,27 @@ fn race(keys: &'static [usize], update: Update, watch: &'static [usize]) -> Stat
         };
         reader.join().unwrap();
         let late = writer.join().unwrap();
-        // Both threads are done: no lookup can hold a retired node.
-        // SAFETY: as above.
+        // SAFETY: both threads are done: no lookup can hold a retired node.
         unsafe {
             retired.free();
             late.free();
         }
-        let after = tree.stats();
-        *out2.lock().unwrap() = Stats {
-            allocated: after.allocated - before.allocated,
-            retired: after.retired - before.retired,
-            single_rotations: after.single_rotations - before.single_rotations,
-            double_rotations: after.double_rotations - before.double_rotations,
-            commits: after.commits - before.commits,
-            root_stores: after.root_stores - before.root_stores,
-            skipped: after.skipped - before.skipped,
-        };
+        *out2.lock().unwrap() = diff(tree.stats(), before);
     });
-    std::mem::swap(&mut delta, &mut out.lock().unwrap());
-    println!("{} interleavings explored", runs.load(std::sync::atomic::Ordering::Relaxed));
-    delta
+    println!("{} interleavings explored", runs.load(Relaxed));
+    let d = *out.lock().unwrap();
+    d
 }
 
 /// Inserting 10 rotates 7-8-9 (single rotation below the root) and
 /// commits the rotated subtree in place into 6.
 #[test]
 fn single_rotation_commit() {
-    let d = race(
-        &[4, 2, 6, 1, 3, 5, 7, 8, 9],
-        Update::Insert(10),
-        &[7, 8, 9, 6],
-    );
+    let d = race(Case {
+        keys: &[4, 2, 6, 1, 3, 5, 7, 8, 9],
+        updates: &[Update::Insert(10)],
+        watch: &[7, 8, 9, 6],
+    });
     assert_eq!((d.single_rotations, d.double_rotations), (1, 0), "{d:?}");
     assert_eq!(d.root_stores, 0, "{d:?}");
 }
@@ -128,33 +160,75 @@ fn single_rotation_commit() {
 /// (rooted at 23) is committed in place into 20.
 #[test]
 fn double_rotation_commit() {
-    let d = race(
-        &[20, 10, 21, 5, 15, 25, 23],
-        Update::Insert(24),
-        &[21, 23, 25, 20],
-    );
+    let d = race(Case {
+        keys: &[20, 10, 21, 5, 15, 25, 23],
+        updates: &[Update::Insert(24)],
+        watch: &[21, 23, 25, 20],
+    });
     assert_eq!((d.single_rotations, d.double_rotations), (0, 1), "{d:?}");
     assert_eq!(d.root_stores, 0, "{d:?}");
 }
 
 /// Removing 3 (two children) moves its successor 4 up from two levels
-/// below: the path 5 is copied and committed in place into 7.
+/// below: node 5 on the way is copied, and the new subtree is committed
+/// in place into 7.
 #[test]
 fn successor_substitution() {
-    let d = race(
-        &[7, 3, 11, 1, 5, 9, 13, 0, 2, 4, 6],
-        Update::Remove(3),
-        &[4, 5, 6, 2],
-    );
+    let d = race(Case {
+        keys: &[7, 3, 11, 1, 5, 9, 13, 0, 2, 4, 6],
+        updates: &[Update::Remove(3)],
+        watch: &[4, 5, 6, 2],
+    });
     assert_eq!(d.root_stores, 0, "{d:?}");
     assert!(d.allocated >= 2, "{d:?}");
 }
 
-/// Removing the root 4 of a tree whose right side is deep moves its
-/// successor 5 to the root and rebalances; 5 must never be missed.
+/// Removing the root 4 moves its successor 5 to the root; the copy of 6
+/// on the way is out of balance and rotated.
 #[test]
 fn root_substitution_with_rotation() {
-    let d = race(&[4, 2, 6, 1, 5, 8, 7, 9], Update::Remove(4), &[5, 6, 7, 1]);
+    let d = race(Case {
+        keys: &[4, 2, 6, 1, 5, 8, 7, 9],
+        updates: &[Update::Remove(4)],
+        watch: &[5, 6, 7, 1],
+    });
     assert_eq!(d.root_stores, 1, "{d:?}");
     assert!(d.single_rotations + d.double_rotations >= 1, "{d:?}");
+}
+
+/// Removing a leaf unbalances its parent's parent, which rotates the
+/// other side up (a rotation above a removal), then an insert rotates
+/// again.
+#[test]
+fn remove_then_insert() {
+    let d = race(Case {
+        keys: &[4, 2, 6, 1, 3, 5, 8, 7, 9],
+        updates: &[Update::Remove(1), Update::Remove(3), Update::Insert(10)],
+        watch: &[2, 6, 7, 8, 9],
+    });
+    assert!(d.single_rotations + d.double_rotations >= 1, "{d:?}");
+}
+
+/// Removing the root 10 puts its successor 11 in a fresh node whose left
+/// side is now too heavy: a single rotation stores the fresh node into
+/// the live node 3 before the new root is published.
+#[test]
+fn substitute_single_rotation() {
+    let d = race(Case {
+        keys: &[10, 3, 11, 1, 5, 12, 2, 4, 6],
+        updates: &[Update::Remove(10)],
+        watch: &[11, 12, 5, 3],
+    });
+    assert_eq!((d.single_rotations, d.double_rotations), (1, 0), "{d:?}");
+}
+
+/// As above, with a double rotation lifting the live node 5.
+#[test]
+fn substitute_double_rotation() {
+    let d = race(Case {
+        keys: &[10, 3, 11, 1, 5, 12, 4, 6, 7],
+        updates: &[Update::Remove(10)],
+        watch: &[11, 12, 5, 6, 1],
+    });
+    assert_eq!((d.single_rotations, d.double_rotations), (0, 1), "{d:?}");
 }

@@ -57,11 +57,7 @@ fn model_find(m: &Model, a: usize) -> Option<(usize, usize, u64)> {
 }
 
 fn model_find_from(m: &Model, a: usize) -> Option<(usize, usize, u64)> {
-    model_find(m, a).or_else(|| {
-        m.range(a..)
-            .next()
-            .map(|(&s, &(e, v))| (s, e, v))
-    })
+    model_find(m, a).or_else(|| m.range(a..).next().map(|(&s, &(e, v))| (s, e, v)))
 }
 
 fn model_overlaps(m: &Model, s: usize, e: usize) -> bool {
