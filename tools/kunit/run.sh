@@ -37,9 +37,12 @@ esac
 
 python3 "$repo/tools/build/tree.py" prepare
 
-# Two emulated NUMA nodes, CPUs split evenly between them.
+# Two emulated NUMA nodes, CPUs split evenly between them.  Each node is
+# its own socket: CPUs of one socket share a last-level cache, and the
+# scheduler warns when such CPUs sit on different nodes.
+case "$smp" in *[13579]) echo "kunit: --smp must be even (two nodes)" >&2; exit 2 ;; esac
 half=$((smp / 2))
-qemu_args="-smp $smp -m 2048"
+qemu_args="-smp $smp,sockets=2,cores=$half,threads=1 -m 2048"
 qemu_args+=" -object memory-backend-ram,id=m0,size=1024M -numa node,nodeid=0,cpus=0-$((half - 1)),memdev=m0"
 qemu_args+=" -object memory-backend-ram,id=m1,size=1024M -numa node,nodeid=1,cpus=$half-$((smp - 1)),memdev=m1"
 

@@ -97,7 +97,7 @@ use node::{load_link, Link, Node, NodeRef, WriteKey};
 ///
 /// With the default parameters a tree must hold more than 10^8 ranges
 /// before its height can exceed this; an update that would go deeper fails
-/// with `EOVERFLOW`.  Lookups have no depth limit.
+/// with `ERANGE`.  Lookups have no depth limit.
 pub const MAX_DEPTH: usize = 64;
 
 /// A proof of being inside an RCU read-side critical section.
@@ -153,7 +153,7 @@ impl<'a, V> Entry<'a, V> {
 /// A failed insert: the error and the value, handed back.
 pub struct InsertError<V> {
     /// `EINVAL` (empty range), `EEXIST` (overlap), `EAGAIN` (the reserve
-    /// holds fewer nodes than the update may need) or `EOVERFLOW` (the
+    /// holds fewer nodes than the update may need) or `ERANGE` (the
     /// tree is deeper than [`MAX_DEPTH`]).
     pub error: Error,
     /// The value that was not inserted.

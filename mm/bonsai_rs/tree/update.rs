@@ -28,7 +28,7 @@ impl<'n, V> Path<'n, V> {
     }
 
     fn push(&mut self, n: NodeRef<'n, V>, dir: Dir) -> Result {
-        let slot = self.nodes.get_mut(self.len).ok_or(EOVERFLOW)?;
+        let slot = self.nodes.get_mut(self.len).ok_or(ERANGE)?;
         *slot = Some(n);
         if dir == Dir::Right {
             self.right |= 1 << self.len;
@@ -216,7 +216,7 @@ impl<'a, V> Writer<'a, V> {
     /// Fails, leaving the tree unchanged and giving the value back, with
     /// `EINVAL` if `start >= end`, `EEXIST` if the range overlaps one in the
     /// tree, `EAGAIN` if the reserve holds fewer than
-    /// [`Writer::insert_need`] nodes, `EOVERFLOW` if the tree is too deep.
+    /// [`Writer::insert_need`] nodes, `ERANGE` if the tree is too deep.
     pub fn insert(
         &mut self,
         start: usize,
@@ -252,7 +252,7 @@ impl<'a, V> Writer<'a, V> {
     ///
     /// Fails, leaving the tree unchanged, with `ENOENT` if no range starts
     /// there, `EAGAIN` if the reserve holds fewer than
-    /// [`Writer::remove_need`] nodes, `EOVERFLOW` if the tree is too deep.
+    /// [`Writer::remove_need`] nodes, `ERANGE` if the tree is too deep.
     /// The removed value is dropped when the retired list is freed.
     pub fn remove(&mut self, start: usize) -> Result {
         let plan = self.plan_remove(start)?;
