@@ -22,7 +22,8 @@
 
 struct gcma_request {
 	phys_addr_t size;
-	phys_addr_t base;	/* 0: anywhere */
+	phys_addr_t base;
+	bool fixed;		/* base given on the command line */
 };
 
 static struct gcma_request gcma_requests[GCMA_MAX_AREAS] __initdata;
@@ -41,8 +42,10 @@ static int __init gcma_parse(char *arg)
 		return 0;
 	}
 	req.size = memparse(arg, &end);
-	if (*end == '@')
+	if (*end == '@') {
 		req.base = memparse(end + 1, &end);
+		req.fixed = true;
+	}
 	if (*end) {
 		pr_err("invalid gcma=%s: expected <size>[@<base>]\n", arg);
 		return 0;
@@ -56,7 +59,7 @@ static int __init gcma_parse(char *arg)
 		pr_err("invalid gcma=%s: base must be page aligned\n", arg);
 		return 0;
 	}
-	if (req.base && req.base + req.size < req.base) {
+	if (req.fixed && req.base + req.size < req.base) {
 		pr_err("invalid gcma=%s: area wraps around the address space\n", arg);
 		return 0;
 	}
@@ -92,7 +95,7 @@ void __init gcma_reserve(void)
 			       &req->size);
 			continue;
 		}
-		if (req->base) {
+		if (req->fixed) {
 			if (memblock_is_region_reserved(req->base, req->size)) {
 				pr_err("[%pa+%pa] overlaps reserved memory or another area; not reserved\n",
 				       &req->base, &req->size);

@@ -10,5 +10,11 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tools/build/env.sh"
 
 "$repo/tools/build/perf-kernel.sh"
+logs="$RSMM_BUILD/demo-logs"
+rc=0
 python3 "$repo/tools/scenarios/run.py" --kernel "$RSMM_BUILD/perf/arch/x86/boot/bzImage" \
-	--scenario demo --smp 2 --numa 2 --mem 2G --log-dir "$RSMM_BUILD/demo-logs" --show-output
+	--scenario demo --smp 2 --numa 2 --log-dir "$logs" || rc=$?
+echo
+echo "=== subsystem report"
+grep -a '^REPORT ' "$logs/demo.log" | sed 's/^REPORT //' || true
+exit $rc

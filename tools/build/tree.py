@@ -304,7 +304,11 @@ def export(entries, outdir):
                     os.chmod(dst, 0o755)
             for p in e["patches"]:
                 git(["apply", "--whitespace=nowarn", os.path.join(PATCH_DIR, p)], cwd=work)
-            git(["add", "-A"], cwd=work)
+            # Debian's tarball ships a .gitignore that ignores everything at
+            # the top level, so new files are added by name.
+            if e["files"]:
+                git(["add", "-f", "--"] + e["files"], cwd=work)
+            git(["add", "-u"], cwd=work)
             msg = "%s\n\n%s\n" % (e["subject"], e["body"])
             git(["commit", "-q", "-s", "-F", "-"], cwd=work, env=env, input_data=msg.encode())
         if os.path.isdir(outdir):

@@ -1,5 +1,5 @@
 #!/bin/sh
-# shellcheck shell=dash
+# shellcheck shell=dash source-path=SCRIPTDIR
 # SPDX-License-Identifier: GPL-2.0
 #
 # /init of the scenario initramfs (PID 1).  Mounts the usual filesystems,

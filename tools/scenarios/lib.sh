@@ -297,9 +297,12 @@ _scn_allowed_re() {
 no_splat() {
 	local allow hits
 	allow=/tmp/.scn-allow.$$
-	_scn_allowed_re >"$allow"
-	echo '^Kernel command line:' >>"$allow"
-	echo '^Unknown kernel command line' >>"$allow"
+	{
+		_scn_allowed_re
+		echo '^Kernel command line:'
+		echo '^Command line:'
+		echo '^Unknown kernel command line'
+	} >"$allow"
 	hits=$(dmesg | grep -E -f "$SCN_SPLAT_RE" | grep -v -E -f "$allow" | head -n 20)
 	rm -f "$allow"
 	if [ -n "$hits" ]; then

@@ -80,7 +80,7 @@ SPLAT_RE = re.compile("|".join("(?:%s)" % p for p in SPLAT_PATTERNS))
 # Console lines never treated as splats: the command line echo and our own
 # protocol/log lines (which may quote kernel lines).
 SPLAT_IGNORE_RE = re.compile(
-    r"^\s*(?:\[[^\]]*\]\s*)?(?:Kernel command line:|Unknown kernel command line)"
+    r"^\s*(?:\[[^\]]*\]\s*)?(?:Kernel command line:|Command line:|Unknown kernel command line)"
     r"|^(?:CHECK |SCENARIO |\| |# )"
 )
 
@@ -391,10 +391,20 @@ def build_initramfs(force, log):
 
 # ------------------------------------------------------------------- QEMU
 
+def smp_topology(smp, numa):
+    """One socket per node, so no LLC spans two nodes (otherwise the kernel
+    WARNs "llc-sibling CPU is not on the same node" in set_cpu_sibling_map)."""
+    if numa <= 1:
+        return str(smp)
+    if smp % numa == 0:
+        return "%d,sockets=%d,cores=%d,threads=1" % (smp, numa, smp // numa)
+    return "%d,sockets=%d,cores=1,threads=1" % (smp, smp)
+
+
 def qemu_command(kernel, initrd, cfg, sc, disk_paths):
     cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
            "-machine", "pc",
-           "-smp", str(cfg.smp), "-m", "%dM" % cfg.mem_mib,
+           "-smp", smp_topology(cfg.smp, cfg.numa), "-m", "%dM" % cfg.mem_mib,
            "-serial", "stdio", "-monitor", "none"]
     if QBOOT.is_file():
         cmd += ["-bios", str(QBOOT)]
@@ -439,6 +449,7 @@ class Outcome:
         self.checks = []         # (check, PASS|FAIL, rest)
         self.failed_detail = []  # lines to show for failed checks
         self.splats = []
+        self.splat_context = []  # (splat line, the line before it)
         self.started = False
         self.done = False
         self.panic = False
@@ -498,6 +509,7 @@ def _boot(cmd, cfg, out, log_path, verbose):
     done_at = None
     last_output = start
     in_check_fail = False
+    prev_line = ""
     try:
         while open_streams:
             now = time.monotonic()
@@ -554,6 +566,11 @@ def _boot(cmd, cfg, out, log_path, verbose):
             if SPLAT_RE.search(line) and not SPLAT_IGNORE_RE.search(line):
                 if not any(a.search(line) for a in cfg.allow):
                     out.splats.append(line)
+                    if (prev_line and not SPLAT_RE.search(prev_line)
+                            and not SPLAT_IGNORE_RE.search(prev_line)):
+                        out.splat_context.append((line, prev_line))
+            if "cut here" not in line:
+                prev_line = line
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -743,7 +760,10 @@ def main(argv):
         print("FAIL %s (%.1fs): %s" % (sc.name, out.elapsed, "; ".join(out.reasons)))
         for line in out.failed_detail[:40]:
             print("  " + line)
+        context = dict(out.splat_context)
         for line in out.splats[:20]:
+            if line in context:
+                print("  splat: (after: %s)" % context[line])
             print("  splat: " + line)
         if len(out.splats) > 20:
             print("  ... %d more splat lines" % (len(out.splats) - 20))

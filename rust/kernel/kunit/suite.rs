@@ -101,16 +101,21 @@ pub fn fail(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
         );
         return;
     }
-    // SAFETY: `file` is NUL-terminated and lives forever; `args` is a valid
-    // `fmt::Arguments` for the duration of the call, which is what the `%pA`
-    // specifier of the helper's format string expects.
-    unsafe {
-        bindings::kunit_fail_current(
-            file.as_char_ptr(),
-            line as _,
-            &args as *const _ as *const c_void,
-        )
-    };
+    // SAFETY: KUnit fills its hook table when it initialises, before any
+    // test runs, and never changes it afterwards; the field is read by value.
+    let hook = unsafe { (*core::ptr::addr_of!(bindings::kunit_hooks)).fail_current_test };
+    if let Some(hook) = hook {
+        // SAFETY: `file` is NUL-terminated and lives forever; `%pA` takes a
+        // pointer to a `fmt::Arguments`, which `args` is for the whole call.
+        unsafe {
+            hook(
+                file.as_char_ptr(),
+                line as _,
+                c"%pA".as_ptr().cast(),
+                &args as *const _ as *const c_void,
+            )
+        };
+    }
 }
 
 /// Declares a KUnit suite whose cases are functions of type `fn() -> Result`.

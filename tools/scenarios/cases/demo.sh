@@ -1,0 +1,30 @@
+# shellcheck shell=dash
+# description: subsystem report for 'make demo' (also a smoke test of any kernel)
+# append: gcma=64M
+# mem: 2G
+# timeout: 600
+
+# Lines starting with "REPORT " are what 'make demo' prints.
+report() {
+	echo "REPORT $*"
+}
+
+report "kernel: $(uname -r), $(grep -c ^processor /proc/cpuinfo) CPU(s)"
+for n in /sys/devices/system/node/node[0-9]*; do
+	[ -d "$n" ] || continue
+	report "$(basename "$n"): CPUs $(cat "$n/cpulist"), $(awk '/MemTotal/ {print $4 " " $5}' "$n/meminfo")"
+done
+dmesg | grep -E 'gcma: ' | sed -e 's/^\[[ 0-9.]*\] //' | while read -r line; do
+	report "$line"
+done
+if dmesg | grep -q 'rust_mm_bench: '; then
+	report ""
+	report "Rust mm abstractions (rust_mm_bench, mean of repeated runs):"
+	dmesg | grep 'rust_mm_bench: ' | sed -e 's/^\[[ 0-9.]*\] rust_mm_bench: //' | while read -r line; do
+		report "  $line"
+	done
+fi
+
+check gcma_area expect_dmesg 'gcma: gcma0: [0-9]+ pages from pfn'
+check two_nodes test -d /sys/devices/system/node/node1
+check no_splat no_splat
