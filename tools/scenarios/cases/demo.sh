@@ -14,13 +14,13 @@ for n in /sys/devices/system/node/node[0-9]*; do
 	[ -d "$n" ] || continue
 	report "$(basename "$n"): CPUs $(cat "$n/cpulist"), $(awk '/MemTotal/ {print $4 " " $5}' "$n/meminfo")"
 done
-dmesg | grep -E 'gcma: ' | sed -e 's/^\[[ 0-9.]*\] //' | while read -r line; do
+dmesg | grep -E 'gcma: ' | sed -E -e 's/^\[[ 0-9.]*\] //' | while IFS= read -r line; do
 	report "$line"
 done
 if dmesg | grep -q 'rust_mm_bench: '; then
 	report ""
-	report "Rust mm abstractions (rust_mm_bench, mean of repeated runs):"
-	dmesg | grep 'rust_mm_bench: ' | sed -e 's/^\[[ 0-9.]*\] rust_mm_bench: //' | while read -r line; do
+	report "Rust mm abstractions (rust_mm_bench, mean ns per operation):"
+	dmesg | grep 'rust_mm_bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //' -e 's/^rust_mm_bench: //' | while IFS= read -r line; do
 		report "  $line"
 	done
 fi
