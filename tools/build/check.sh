@@ -36,14 +36,24 @@ do_rustfmt() {
 	echo "check: rustfmt clean"
 }
 
+# One CLIPPY=1 build: only the Rust objects are recompiled, since the C
+# compile commands do not change.
+clippy_build() {
+	local out=$1 log=$2
+	echo "check: CLIPPY=1 build of $(basename "$out")"
+	make -C "$RSMM_KSRC" O="$out" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" CLIPPY=1 \
+		-j"$(nproc)" vmlinux >"$log" 2>&1
+}
+
 do_clippy() {
 	python3 "$repo/tools/build/tree.py" prepare >/dev/null || return 1
 	[ -f "$RSMM_BUILD/kunit/.config" ] || "$repo/tools/kunit/run.sh" --build-only || return 1
-	echo "check: CLIPPY=1 build of the KUnit kernel"
-	local log="$RSMM_BUILD/clippy.log"
-	make -C "$RSMM_KSRC" O="$RSMM_BUILD/kunit" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" CLIPPY=1 \
-		-j"$(nproc)" vmlinux >"$log" 2>&1
-	local st=$?
+	# The KUnit kernel has the tests; the performance kernel has the samples.
+	[ -f "$RSMM_BUILD/perf/.config" ] || "$repo/tools/build/perf-kernel.sh" >/dev/null || return 1
+	local log="$RSMM_BUILD/clippy.log" st=0
+	clippy_build "$RSMM_BUILD/kunit" "$log.kunit" || st=1
+	clippy_build "$RSMM_BUILD/perf" "$log.perf" || st=1
+	cat "$log.kunit" "$log.perf" >"$log"
 	# Warnings name their file on a "  --> path:line:col" line.
 	local files hits=0
 	files=$(ours | sed 's|^|/|')

@@ -17,7 +17,8 @@ export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
 export KBUILD_BUILD_TIMESTAMP="${KBUILD_BUILD_TIMESTAMP:-2026-01-01}"
 export KBUILD_BUILD_USER=rsmm KBUILD_BUILD_HOST=rsmm
 
-RSMM_MAKE_OPTS=(LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc BINDGEN=bindgen)
+RSMM_MAKE_OPTS=(LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc BINDGEN=bindgen
+		CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt)
 if command -v ccache >/dev/null 2>&1 && [ "${RSMM_NO_CCACHE:-0}" != 1 ]; then
 	RSMM_MAKE_OPTS+=("CC=ccache clang-16")
 fi

@@ -18,7 +18,7 @@ say() { echo "setup: $*"; }
 
 # Debian packages the build, the kernel tree and the QEMU tiers need.
 PKGS=(
-	linux-source-6.12 rustc-web rust-web-src
+	linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	clang-16 lld-16 llvm-16 libclang-16-dev
 	make flex bison bc libelf-dev libssl-dev cpio xz-utils rsync kmod
 	python3 perl git ccache
@@ -63,6 +63,10 @@ fi
 sysroot=$(/usr/bin/rustc --print sysroot)
 [ -f "$sysroot/lib/rustlib/src/rust/library/core/src/lib.rs" ] ||
 	die "rust-src for /usr/bin/rustc is missing under $sysroot/lib/rustlib/src; apt-get install rust-web-src"
+/usr/bin/clippy-driver --version 2>/dev/null | grep -q '^clippy 0\.1\.9[0-9]' ||
+	die "/usr/bin/clippy-driver is not Debian's rust-web-clippy; apt-get install rust-web-clippy"
+/usr/bin/rustfmt --version 2>/dev/null | grep -q '^rustfmt' ||
+	die "/usr/bin/rustfmt missing; apt-get install rustfmt-web"
 clang-16 --version | grep -q 'version 16\.' || die "clang-16 is not LLVM 16; apt-get install clang-16"
 ld.lld-16 --version | grep -q 'LLD 16\.' || die "ld.lld-16 is not LLD 16; apt-get install lld-16"
 [ -n "$(ls /usr/lib/llvm-16/lib/libclang*.so* 2>/dev/null)" ] || die "libclang 16 missing; apt-get install libclang-16-dev"
