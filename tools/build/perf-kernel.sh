@@ -4,13 +4,14 @@
 # Builds the performance kernel (tools/configs/perf.config, no debug
 # options) in build/perf.  Every option the fragment asks for must survive
 # olddefconfig; one that does not (an unmet dependency) is an error.
+# RSMM_PERF_OUT overrides the output directory.
 
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tools/build/env.sh"
 
 frag="$repo/tools/configs/perf.config"
-out="$RSMM_BUILD/perf"
+out="${RSMM_PERF_OUT:-$RSMM_BUILD/perf}"
 python3 "$repo/tools/build/tree.py" prepare
 mkdir -p "$out"
 

@@ -4,8 +4,10 @@
 # Builds the test kernel and runs the KUnit suites under QEMU through the
 # kernel's own tools/testing/kunit/kunit.py.
 #
-# Usage: tools/kunit/run.sh [--kunitconfig FILE] [--smp N] [--raw] [FILTER_GLOB]
+# Usage: tools/kunit/run.sh [--kunitconfig FILE] [--smp N] [--build-dir DIR]
+#                           [--build-only] [FILTER_GLOB]
 #   FILTER_GLOB   e.g. 'gcma*' or 'rcx_node_lock.*' (kunit.py syntax)
+#   --build-dir   kernel output directory (default build/kunit)
 #   --build-only  build the kernel, run nothing
 #
 # The kernel tree (build/linux) is resynced from the repository first, so an
@@ -20,13 +22,15 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 kunitconfig="$repo/tools/kunit/rsmm.kunitconfig"
 smp=2
 build_only=0
+out="$RSMM_BUILD/kunit"
 args=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunitconfig) kunitconfig=$(realpath "$2"); shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--build-only) build_only=1; shift ;;
-	-h|--help) sed -n '4,15p' "$0"; exit 0 ;;
+	--build-dir) out=$(realpath -m "$2"); shift 2 ;;
+	-h|--help) sed -n '4,17p' "$0"; exit 0 ;;
 	-*) echo "kunit: unknown option $1" >&2; exit 2 ;;
 	*) args+=("$1"); shift ;;
 	esac
@@ -47,16 +51,16 @@ qemu_args+=" -object memory-backend-ram,id=m0,size=1024M -numa node,nodeid=0,cpu
 qemu_args+=" -object memory-backend-ram,id=m1,size=1024M -numa node,nodeid=1,cpus=$half-$((smp - 1)),memdev=m1"
 
 cd "$RSMM_KSRC"
-mkdir -p "$RSMM_BUILD/kunit"
+mkdir -p "$out"
 kunit=(python3 tools/testing/kunit/kunit.py)
-common=(--arch=x86_64 --build_dir="$RSMM_BUILD/kunit" --kunitconfig="$kunitconfig" --jobs="$(nproc)")
+common=(--arch=x86_64 --build_dir="$out" --kunitconfig="$kunitconfig" --jobs="$(nproc)")
 for o in "${RSMM_MAKE_OPTS[@]}"; do common+=(--make_options "$o"); done
 
 if [ $build_only = 1 ]; then
 	exec "${kunit[@]}" build "${common[@]}"
 fi
 
-log="$RSMM_BUILD/kunit/kunit-run.log"
+log="$out/kunit-run.log"
 set +e
 "${kunit[@]}" run "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
 	--kernel_args="gcma=16M" "${args[@]}" 2>&1 | tee "$log"

@@ -158,18 +158,16 @@ macro_rules! kunit_suite {
                 $crate::kunit::suite::case_terminator(),
             ];
 
+            // Taking the address of a `static mut` is safe; KUnit is the
+            // only user of the table and serialises its accesses.
             static mut SUITE: $crate::bindings::kunit_suite =
-                // SAFETY: only the address of `CASES` is taken; KUnit is the
-                // only user of the table and serialises its accesses.
-                $crate::kunit::suite::suite($name, unsafe { &raw mut CASES }.cast());
+                $crate::kunit::suite::suite($name, (&raw mut CASES).cast());
 
             // KUnit walks this section for suites of built-in code and of
             // modules; the entry must survive dead-code elimination.
             #[used]
             #[link_section = ".kunit_test_suites"]
-            static mut ENTRY: *mut $crate::bindings::kunit_suite =
-                // SAFETY: only the address of `SUITE` is taken.
-                unsafe { &raw mut SUITE };
+            static mut ENTRY: *mut $crate::bindings::kunit_suite = &raw mut SUITE;
         }
     };
 }

@@ -190,3 +190,54 @@ impl Drop for ContigPages {
         unsafe { bindings::__free_pages(self.page.as_ptr(), self.order) };
     }
 }
+
+#[cfg(all(CONFIG_KUNIT, CONFIG_RUST_KERNEL_DOCTESTS))]
+mod tests {
+    //! KUnit suite `rust_kernel_mm_buddy`, built alongside the kernel
+    //! crate's doctests.
+
+    use super::*;
+    use crate::{kunit_expect, kunit_expect_eq, mm::numa, prelude::*};
+
+    /// A block asked for on an online node with free memory comes from it,
+    /// is naturally aligned, and keeps what is written to it.
+    fn node_alignment_and_contents() -> Result {
+        for node in NodeId::all().filter(|n| n.is_online()) {
+            for order in [0, 3, crate::mm::PMD_ORDER] {
+                let mut block = ContigPages::alloc(Some(node), order, GFP_KERNEL | __GFP_ZERO)?;
+                kunit_expect_eq!(block.node(), node);
+                kunit_expect_eq!(block.pfn() % block.nr_pages(), 0);
+                let last = block.size() - 8;
+                block.write(last, &0x5aa5_f00d_u64.to_ne_bytes())?;
+                let mut buf = [0u8; 8];
+                block.read(last, &mut buf)?;
+                kunit_expect_eq!(u64::from_ne_bytes(buf), 0x5aa5_f00d);
+                block.read(0, &mut buf)?;
+                kunit_expect_eq!(u64::from_ne_bytes(buf), 0);
+            }
+        }
+        kunit_expect!(numa::online_nodes() >= 1);
+        Ok(())
+    }
+
+    /// Out-of-range orders and accesses are refused, not performed.
+    fn bad_requests() -> Result {
+        kunit_expect!(ContigPages::alloc(None, MAX_PAGE_ORDER + 1, GFP_KERNEL).is_err());
+        let mut block = ContigPages::alloc(None, 1, GFP_KERNEL)?;
+        let mut buf = [0u8; 2];
+        kunit_expect_eq!(block.read(2 * PAGE_SIZE - 1, &mut buf), Err(EINVAL));
+        kunit_expect_eq!(block.write(usize::MAX, &buf), Err(EINVAL));
+        kunit_expect_eq!(block.read(2 * PAGE_SIZE - 2, &mut buf), Ok(()));
+        // Ownership round trip through the raw form.
+        let (page, order) = block.into_raw();
+        // SAFETY: `page` and `order` came from `into_raw` just above.
+        let block = unsafe { ContigPages::from_raw(page, order) };
+        kunit_expect_eq!(block.order(), 1);
+        Ok(())
+    }
+
+    crate::kunit_suite! {
+        name: "rust_kernel_mm_buddy",
+        cases: [node_alignment_and_contents, bad_requests],
+    }
+}
