@@ -7,16 +7,32 @@
 //! builds unchanged on the host (`tools/host/crates/bonsai-core`).  This
 //! crate root supplies what the algorithm leaves to its environment:
 //!
-//! - the atomics ([`platform`]) and the RCU read guard as the proof of a
-//!   read-side critical section;
+//! - the atomics and allocator hooks ([`platform`]) and the RCU read guard
+//!   as the proof of a read-side critical section;
 //! - [`RangeTree`], the safe kernel interface: a tree with its writer
-//!   mutex, which reserves the nodes an update may need before taking the
-//!   mutex and frees replaced nodes after an RCU grace period.
+//!   mutex, which keeps a reserve of nodes topped up before the mutex is
+//!   taken and frees replaced nodes in batches, one RCU callback per
+//!   [`RETIRE_BATCH`] nodes;
+//! - a debugfs view of a tree's counters (`bonsai/<name>/stats`, through
+//!   the C glue in `debugfs.c`).
+//!
+//! See `Documentation/mm/bonsai.rst`.
 
+use core::{
+    ffi::c_void,
+    mem, ptr,
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering},
+};
 use kernel::{
+    bindings,
+    error::from_err_ptr,
     new_mutex,
     prelude::*,
-    sync::{rcu, Mutex},
+    str::CStr,
+    sync::{
+        rcu::{self, HasRcuHead, RcuHead},
+        Mutex,
+    },
 };
 
 pub mod tree;
@@ -27,30 +43,149 @@ mod tests;
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"bonsai\0";
 
-/// The atomics the shared tree code uses: the kernel's are `core`'s.
+/// What the shared tree code takes from its environment: the kernel's
+/// atomics are `core`'s; the node-allocator hooks are the fault injection
+/// and live-node count of the KUnit suites when those are built, and
+/// nothing otherwise.
 pub(crate) mod platform {
     pub(crate) use core::sync::atomic::{AtomicPtr, Ordering};
+
+    #[cfg(CONFIG_BONSAI_KUNIT_TEST)]
+    pub(crate) use crate::tests::fault::{inject_alloc_failure, node_allocated, node_freed};
+
+    /// Whether the next node allocation should fail: never.
+    #[cfg(not(CONFIG_BONSAI_KUNIT_TEST))]
+    #[inline]
+    pub(crate) fn inject_alloc_failure() -> bool {
+        false
+    }
+
+    /// A node was allocated.
+    #[cfg(not(CONFIG_BONSAI_KUNIT_TEST))]
+    #[inline]
+    pub(crate) fn node_allocated() {}
+
+    /// A node was freed.
+    #[cfg(not(CONFIG_BONSAI_KUNIT_TEST))]
+    #[inline]
+    pub(crate) fn node_freed() {}
 }
 
 // SAFETY: a guard keeps its task inside an RCU read-side critical section
-// until dropped, and `RangeTree` frees retired nodes only after
-// `synchronize_rcu()`, which waits for every such section.
+// until dropped, and `RangeTree` frees retired nodes only from an RCU
+// callback queued after the writer section that retired them (or after
+// `synchronize_rcu()`), which waits for every such section.
 unsafe impl tree::ReadSide for rcu::Guard {}
+
+/// Replaced nodes a tree accumulates before it hands them to RCU in one
+/// batch (one `call_rcu()`).
+pub const RETIRE_BATCH: usize = 64;
+
+/// Retired nodes on their way through one RCU callback.
+///
+/// # Invariants
+///
+/// `list` is non-empty only between the moment a writer moves its pending
+/// nodes in (after the writer sections that retired them ended) and the
+/// RCU callback that drops the batch: a non-empty batch is only ever
+/// dropped after a grace period.
+struct RetireBatch<V> {
+    head: RcuHead,
+    list: tree::RetiredList<V>,
+}
+
+// SAFETY: `head` is a field of type `RcuHead` used only by `drop_after_gp`.
+unsafe impl<V> HasRcuHead for RetireBatch<V> {
+    const RCU_HEAD_OFFSET: usize = mem::offset_of!(Self, head);
+}
+
+impl<V> RetireBatch<V> {
+    /// Allocates an empty batch, for the next hand-off.
+    fn new_box() -> Result<KBox<Self>> {
+        if platform::inject_alloc_failure() {
+            return Err(ENOMEM);
+        }
+        let b = KBox::new(
+            Self {
+                head: RcuHead::new(),
+                list: tree::RetiredList::new(),
+            },
+            GFP_KERNEL,
+        )?;
+        Ok(b)
+    }
+}
+
+impl<V> Drop for RetireBatch<V> {
+    fn drop(&mut self) {
+        let list = mem::take(&mut self.list);
+        // SAFETY: by the type invariant a non-empty batch is dropped only
+        // by its RCU callback, after a grace period that began after the
+        // writer sections that retired its nodes had ended.
+        unsafe { list.free() };
+    }
+}
+
+/// What the writer mutex protects.
+struct WriterState<V> {
+    /// Nodes for the next updates.
+    reserve: tree::NodeReserve<V>,
+    /// Nodes retired since the last batch was handed to RCU.
+    pending: tree::RetiredList<V>,
+    /// The box of the next batch; always present when `pending` is not
+    /// empty, so a hand-off never allocates.
+    spare: Option<KBox<RetireBatch<V>>>,
+    /// Batches handed to RCU.
+    batches: usize,
+}
+
+/// A snapshot of a tree's counters; see [`RangeTree::counters`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Ranges in the tree.
+    pub ranges: usize,
+    /// The update counters of the tree algorithm (nodes allocated and
+    /// retired, rotations, in-place commits, root stores).
+    pub tree: tree::Stats,
+    /// Batches of retired nodes handed to RCU (one `call_rcu()` each).
+    pub rcu_batches: usize,
+    /// Retired nodes waiting for the next batch.
+    pub nodes_pending: usize,
+    /// Nodes in the reserve for the next updates.
+    pub nodes_reserved: usize,
+}
 
 /// A Bonsai tree of ranges with values of type `V`, safe to share: lookups
 /// run concurrently with one writer at a time.
 ///
+/// Removed values are dropped from an RCU callback, in softirq context:
+/// `V`'s `Drop` must not sleep.  A module that uses a `RangeTree` must call
+/// [`rcu::barrier`] before it is unloaded, after dropping its trees.
+/// Dropping a tree takes its writer mutex (process context only).
+///
 /// # Invariants
 ///
-/// `tree` is only updated through writers created while `writer` is held.
-#[pin_data]
-pub struct RangeTree<V> {
+/// `tree` is only updated through writers created while `writer` is held,
+/// with `writer`'s reserve and pending list.  `debugfs` is null or the
+/// handle of a debugfs file whose callback reads this tree; it is removed
+/// before the tree is dropped.
+#[pin_data(PinnedDrop)]
+pub struct RangeTree<V: Send + Sync + 'static> {
     tree: tree::Tree<V>,
     #[pin]
-    writer: Mutex<()>,
+    writer: Mutex<WriterState<V>>,
+    /// Nodes in the writer's reserve, as of the last writer section.
+    reserve_hint: AtomicUsize,
+    /// Whether the writer holds a spare batch, as of the last section.
+    spare_hint: AtomicBool,
+    /// Retired nodes pending, as of the last writer section.
+    pending_hint: AtomicUsize,
+    /// Batches handed to RCU.
+    batches: AtomicUsize,
+    debugfs: AtomicPtr<bindings::bonsai_debugfs>,
 }
 
-impl<V: Send + Sync> RangeTree<V> {
+impl<V: Send + Sync + 'static> RangeTree<V> {
     /// Creates an empty tree with the default (proven) balance parameters.
     pub fn new() -> impl PinInit<Self> {
         Self::with_params(tree::BalanceParams::HIRAI_YAMAMOTO)
@@ -60,35 +195,92 @@ impl<V: Send + Sync> RangeTree<V> {
     pub fn with_params(params: tree::BalanceParams) -> impl PinInit<Self> {
         pin_init!(Self {
             tree: tree::Tree::with_params(params),
-            writer <- new_mutex!(()),
+            writer <- new_mutex!(WriterState {
+                reserve: tree::NodeReserve::new(),
+                pending: tree::RetiredList::new(),
+                spare: None,
+                batches: 0,
+            }),
+            reserve_hint: AtomicUsize::new(0),
+            spare_hint: AtomicBool::new(false),
+            pending_hint: AtomicUsize::new(0),
+            batches: AtomicUsize::new(0),
+            debugfs: AtomicPtr::new(ptr::null_mut()),
         })
+    }
+
+    /// Publishes the writer state's sizes for lock-free readers of the
+    /// counters and for the next update's top-up.
+    fn publish_hints(&self, st: &WriterState<V>) {
+        self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
+        self.spare_hint.store(st.spare.is_some(), Ordering::Relaxed);
+        self.pending_hint.store(st.pending.len(), Ordering::Relaxed);
+        self.batches.store(st.batches, Ordering::Relaxed);
+    }
+
+    /// Moves the pending nodes into the spare batch, if there are any.
+    fn take_batch(st: &mut WriterState<V>) -> Option<KBox<RetireBatch<V>>> {
+        if st.pending.is_empty() {
+            return None;
+        }
+        let mut b = st.spare.take()?;
+        // INVARIANT: the writer sections that retired these nodes have
+        // ended; the caller hands the batch to `drop_after_gp`.
+        b.list.append(&mut st.pending);
+        st.batches += 1;
+        Some(b)
     }
 
     /// Runs `f` as the only writer, with a reserve filled beforehand.
     ///
-    /// The nodes an update may need are allocated before the mutex is
-    /// taken, so an allocation failure (`ENOMEM`) leaves the tree as it
-    /// was.  Nodes the update replaced are freed after a grace period,
-    /// once the mutex is released.  Sleeps.
+    /// The nodes an update may need, and the box of the next retirement
+    /// batch, are allocated before the mutex is taken (only what the
+    /// reserve kept under the mutex lacks), so an allocation failure
+    /// (`ENOMEM`) leaves the tree as it was.  Replaced nodes join the
+    /// pending list; every [`RETIRE_BATCH`] of them go to RCU with one
+    /// callback.  Sleeps.
     fn update<R>(&self, f: impl FnOnce(&mut tree::Writer<'_, V>) -> R) -> Result<R> {
-        let mut reserve = tree::NodeReserve::new();
-        reserve.fill(self.tree.reserve_bound(), GFP_KERNEL)?;
-        let mut retired = tree::RetiredList::new();
-        let ret = {
-            let _guard = self.writer.lock();
-            // SAFETY: `_guard` holds the writer mutex until the writer,
-            // scoped to this block, is dropped.
-            let mut w = unsafe { self.tree.writer(&mut reserve, &mut retired) };
-            f(&mut w)
-        };
-        if !retired.is_empty() {
-            rcu::synchronize_rcu();
-            // SAFETY: the nodes were unpublished by the writer above, and
-            // the grace period just waited for every reader that might
-            // still have been looking at them.
-            unsafe { retired.free() };
+        let mut local = tree::NodeReserve::new();
+        let mut spare = None;
+        loop {
+            // Racy top-up: another writer may consume nodes meanwhile, in
+            // which case the check under the mutex sends us round again.
+            let want = self.tree.reserve_bound();
+            let have = self.reserve_hint.load(Ordering::Relaxed);
+            local.fill(want.saturating_sub(have), GFP_KERNEL)?;
+            if spare.is_none() && !self.spare_hint.load(Ordering::Relaxed) {
+                spare = Some(RetireBatch::new_box()?);
+            }
+
+            let mut guard = self.writer.lock();
+            let st = &mut *guard;
+            st.reserve.append(&mut local);
+            if st.spare.is_none() {
+                st.spare = spare.take();
+            }
+            if st.reserve.len() < self.tree.reserve_bound() || st.spare.is_none() {
+                self.publish_hints(st);
+                continue;
+            }
+            let ret = {
+                // SAFETY: `guard` holds the writer mutex until the writer,
+                // scoped to this block, is dropped.
+                let mut w = unsafe { self.tree.writer(&mut st.reserve, &mut st.pending) };
+                f(&mut w)
+            };
+            let batch = if st.pending.len() >= RETIRE_BATCH {
+                Self::take_batch(st)
+            } else {
+                None
+            };
+            self.publish_hints(st);
+            drop(guard);
+            if let Some(b) = batch {
+                rcu::drop_after_gp(b);
+            }
+            // A `spare` still held here was not needed: the state had one.
+            return Ok(ret);
         }
-        Ok(ret)
     }
 
     /// Inserts `value` for `[start, end)`.
@@ -101,8 +293,54 @@ impl<V: Send + Sync> RangeTree<V> {
     }
 
     /// Removes the range starting at `start`; `ENOENT` if there is none.
+    ///
+    /// The value is dropped after a grace period, from an RCU callback.
     pub fn remove(&self, start: usize) -> Result {
         self.update(|w| w.remove(start))?
+    }
+
+    /// Hands the retired nodes waiting for a batch to RCU now, without
+    /// waiting for [`RETIRE_BATCH`] of them.  Does not wait for the grace
+    /// period (use [`rcu::barrier`] for that).  Sleeps.
+    pub fn flush(&self) {
+        let mut guard = self.writer.lock();
+        let st = &mut *guard;
+        let batch = Self::take_batch(st);
+        // Not reached: the spare batch is present whenever nodes are
+        // pending.  Should it be missing, wait for the grace period here.
+        let orphans = mem::take(&mut st.pending);
+        self.publish_hints(st);
+        drop(guard);
+        if let Some(b) = batch {
+            rcu::drop_after_gp(b);
+        }
+        if !orphans.is_empty() {
+            rcu::synchronize_rcu();
+            // SAFETY: the nodes were retired by writer sections that ended
+            // before the grace period just waited for.
+            unsafe { orphans.free() };
+        }
+    }
+
+    /// Frees the nodes kept in reserve for the next updates (after handing
+    /// the pending retired nodes to RCU).  The next update allocates what
+    /// it needs again.  Sleeps.
+    pub fn shrink(&self) {
+        self.flush();
+        let (reserve, spare) = {
+            let mut guard = self.writer.lock();
+            let st = &mut *guard;
+            let reserve = mem::take(&mut st.reserve);
+            let spare = if st.pending.is_empty() {
+                st.spare.take()
+            } else {
+                None
+            };
+            self.publish_hints(st);
+            (reserve, spare)
+        };
+        drop(reserve);
+        drop(spare);
     }
 
     /// Returns `f` applied to the range containing `addr`, looked up
@@ -146,18 +384,113 @@ impl<V: Send + Sync> RangeTree<V> {
         self.tree.stats()
     }
 
+    /// Returns a snapshot of all the counters, without taking the mutex
+    /// (each counter is exact as of some recent update).
+    pub fn counters(&self) -> Counters {
+        Counters {
+            ranges: self.tree.len(),
+            tree: self.tree.stats(),
+            rcu_batches: self.batches.load(Ordering::Relaxed),
+            nodes_pending: self.pending_hint.load(Ordering::Relaxed),
+            nodes_reserved: self.reserve_hint.load(Ordering::Relaxed),
+        }
+    }
+
     /// Verifies order, sizes and balance of the whole tree (`O(n)`, for
     /// tests and debugging).  A broken tree gives `EINVAL`, with the
     /// details in the kernel log.
     pub fn check(&self) -> Result {
-        let mut reserve = tree::NodeReserve::new();
-        let mut retired = tree::RetiredList::new();
-        let _guard = self.writer.lock();
+        let mut guard = self.writer.lock();
+        let st = &mut *guard;
         // SAFETY: the writer mutex is held while the writer lives.
-        let w = unsafe { self.tree.writer(&mut reserve, &mut retired) };
+        let w = unsafe { self.tree.writer(&mut st.reserve, &mut st.pending) };
         w.check().map(|_| ()).map_err(|e| {
             pr_err!("tree check failed: {:?}\n", e);
             EINVAL
         })
     }
+
+    /// Shows the tree's counters in debugfs, as `bonsai/<name>/stats`,
+    /// until the tree is dropped.
+    ///
+    /// Fails with `EBUSY` if the tree is already registered, and with the
+    /// error of debugfs (for example `EEXIST` for a name in use, `ENODEV`
+    /// without debugfs).
+    pub fn debugfs_register(self: Pin<&Self>, name: &CStr) -> Result {
+        let this: &Self = &self;
+        // SAFETY: `name` is NUL-terminated and only read during the call;
+        // `stats_show::<V>` has the signature of `bonsai_stats_fn`; the
+        // tree is pinned, so `this` stays valid until `PinnedDrop` removes
+        // the file, which waits for the file's readers.
+        let d = unsafe {
+            bindings::bonsai_debugfs_add(
+                name.as_char_ptr(),
+                ptr::from_ref(this).cast::<c_void>(),
+                Some(stats_show::<V>),
+            )
+        };
+        let d = from_err_ptr(d)?;
+        if this
+            .debugfs
+            .compare_exchange(ptr::null_mut(), d, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `d` was just returned by `bonsai_debugfs_add` and is
+            // not stored anywhere.
+            unsafe { bindings::bonsai_debugfs_remove(d) };
+            return Err(EBUSY);
+        }
+        Ok(())
+    }
 }
+
+/// Fills `out` with the counters of the `RangeTree<V>` at `tree`; the
+/// `bonsai_stats_fn` of the debugfs glue.
+///
+/// # Safety
+///
+/// `tree` points to a live `RangeTree<V>` and `out` to a writable
+/// `struct bonsai_stats`.
+unsafe extern "C" fn stats_show<V: Send + Sync + 'static>(
+    tree: *const c_void,
+    out: *mut bindings::bonsai_stats,
+) {
+    // SAFETY: per the contract `tree` is a live `RangeTree<V>`.
+    let t = unsafe { &*tree.cast::<RangeTree<V>>() };
+    let c = t.counters();
+    let s = bindings::bonsai_stats {
+        ranges: c.ranges as u64,
+        nodes_allocated: c.tree.allocated as u64,
+        nodes_retired: c.tree.retired as u64,
+        single_rotations: c.tree.single_rotations as u64,
+        double_rotations: c.tree.double_rotations as u64,
+        commits: c.tree.commits as u64,
+        root_stores: c.tree.root_stores as u64,
+        rcu_batches: c.rcu_batches as u64,
+        nodes_pending: c.nodes_pending as u64,
+        nodes_reserved: c.nodes_reserved as u64,
+    };
+    // SAFETY: per the contract `out` is writable.
+    unsafe { out.write(s) };
+}
+
+#[pinned_drop]
+impl<V: Send + Sync + 'static> PinnedDrop for RangeTree<V> {
+    fn drop(self: Pin<&mut Self>) {
+        let d = self.debugfs.swap(ptr::null_mut(), Ordering::AcqRel);
+        if !d.is_null() {
+            // SAFETY: `d` came from `bonsai_debugfs_add` and is removed
+            // once; removal waits for the file's readers, after which
+            // nothing refers to the tree through debugfs.
+            unsafe { bindings::bonsai_debugfs_remove(d) };
+        }
+        // Nodes retired by the last updates may still be read by lookups
+        // that began before those updates (if the tree was reachable
+        // under RCU): free them after a grace period, like the others.
+        self.flush();
+    }
+}
+
+#[cfg(CONFIG_SAMPLE_RUST_BONSAI_BENCH)]
+#[path = "../../samples/rust/rust_bonsai_bench.rs"]
+mod bench;

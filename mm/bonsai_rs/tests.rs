@@ -2,8 +2,66 @@
 
 //! KUnit suites of the Bonsai crate.
 
-use crate::{tree::BalanceParams, RangeTree};
-use kernel::{kunit_expect, kunit_expect_eq, prelude::*};
+use crate::{tree::BalanceParams, RangeTree, RETIRE_BATCH};
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use kernel::{
+    c_str, delay, kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
+    prelude::*,
+    sync::{rcu, Arc, CondVar, Mutex},
+    time::{ktime_ms_delta, Ktime},
+    workqueue,
+};
+
+/// Fault injection and live-node count of the node allocator, consulted by
+/// the shared tree code through `crate::platform`.
+///
+/// The state is global: only one case may inject faults at a time, which
+/// holds since KUnit runs cases one after the other.
+pub(crate) mod fault {
+    use core::sync::atomic::{AtomicIsize, Ordering};
+
+    /// Allocations still allowed to succeed; negative: no injection.
+    static ALLOWED: AtomicIsize = AtomicIsize::new(-1);
+    /// Nodes allocated minus nodes freed, over all trees.
+    static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+    /// Whether the next allocation fails: after `ALLOWED` more successes.
+    pub(crate) fn inject_alloc_failure() -> bool {
+        match ALLOWED.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            (n > 0).then(|| n - 1)
+        }) {
+            // Allowed, and one allocation fewer to go.
+            Ok(_) => false,
+            // Zero: fail; negative: no injection.
+            Err(n) => n == 0,
+        }
+    }
+
+    /// Counts a node allocated.
+    pub(crate) fn node_allocated() {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Counts a node freed.
+    pub(crate) fn node_freed() {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Lets `n` more allocations succeed, then fails every one.
+    pub(crate) fn fail_after(n: usize) {
+        ALLOWED.store(n as isize, Ordering::Relaxed);
+    }
+
+    /// Stops injecting failures.
+    pub(crate) fn stop() {
+        ALLOWED.store(-1, Ordering::Relaxed);
+    }
+
+    /// Nodes allocated and not freed.
+    pub(crate) fn live() -> isize {
+        LIVE.load(Ordering::Relaxed)
+    }
+}
 
 /// Slots of the reference model: slot `k` covers addresses `[16k, 16k+16)`
 /// and may hold one range `[16k, 16k + len)`.
@@ -132,7 +190,281 @@ fn boundaries_and_overlaps() -> Result {
     Ok(())
 }
 
+/// A digest of the ranges and values of a tree, to tell it unchanged.
+fn digest(t: &RangeTree<u64>) -> u64 {
+    let mut h = 0u64;
+    t.for_each(|e| {
+        h = h.rotate_left(7) ^ (e.start as u64) ^ ((e.end as u64) << 20) ^ (*e.value << 40);
+    });
+    h
+}
+
+/// Node allocation fails at every point an insert or a remove allocates
+/// (each node of the reserve top-up and the box of the next retirement
+/// batch): the update fails with `ENOMEM`, the tree is unchanged and no
+/// node is leaked; with one more allocation allowed, it succeeds.
+fn alloc_failure_leaves_tree_unchanged() -> Result {
+    rcu::barrier();
+    let base = fault::live();
+    let (mut failures, mut ops) = (0usize, 0usize);
+    {
+        let t = KBox::pin_init(RangeTree::<u64>::new(), GFP_KERNEL)?;
+        for k in 0..48 {
+            t.insert(2 * k * SLOT, 2 * k * SLOT + 8, k as u64)?;
+        }
+        let mut rng = Rng(0x5eed_fa11_0000_0001);
+        for _ in 0..64 {
+            let k = rng.below(96);
+            let start = k * SLOT;
+            let present = t.with_range(start, |_| ()).is_some();
+            // Retired nodes of the last update go to RCU now, so that the
+            // count of live nodes moves only with this update.
+            t.shrink();
+            rcu::barrier();
+            let mut allowed = 0;
+            loop {
+                // Empty reserve and no spare batch: this update allocates
+                // everything it needs.
+                t.shrink();
+                let (len, sum, stats, live) = (t.len(), digest(&t), t.stats(), fault::live());
+                fault::fail_after(allowed);
+                let r = if present {
+                    t.remove(start)
+                } else {
+                    t.insert(start, start + 8, k as u64)
+                };
+                fault::stop();
+                if r != Err(ENOMEM) {
+                    kunit_expect_eq!(r, Ok(()));
+                    kunit_expect_eq!(t.with_range(start, |_| ()).is_some(), !present);
+                    break;
+                }
+                failures += 1;
+                kunit_expect_eq!(t.len(), len);
+                kunit_expect_eq!(digest(&t), sum);
+                kunit_expect_eq!(t.stats(), stats);
+                kunit_expect_eq!(fault::live(), live);
+                allowed += 1;
+                if allowed > 200 {
+                    kunit_expect!(false, "update never succeeded");
+                    return Err(EINVAL);
+                }
+            }
+            ops += 1;
+            kunit_expect_eq!(t.check(), Ok(()));
+        }
+    }
+    rcu::barrier();
+    kunit_expect_eq!(fault::live(), base);
+    kunit_expect!(failures > ops, "too few injected failures: {}", failures);
+    pr_info!(
+        "fault injection: {} updates, {} allocation failures, no leak\n",
+        ops,
+        failures
+    );
+    Ok(())
+}
+
+/// Replaced nodes reach RCU in batches of at least `RETIRE_BATCH`, `flush`
+/// hands over the rest, and every node is freed once the callbacks ran.
+fn retirement_is_batched() -> Result {
+    rcu::barrier();
+    let base = fault::live();
+    {
+        let t = KBox::pin_init(RangeTree::<u64>::new(), GFP_KERNEL)?;
+        for k in 0..300 {
+            t.insert(k * SLOT, k * SLOT + 1, k as u64)?;
+        }
+        for k in (0..300).step_by(3) {
+            t.remove(k * SLOT)?;
+        }
+        let c = t.counters();
+        kunit_expect!(c.rcu_batches > 0);
+        kunit_expect!(c.nodes_pending < RETIRE_BATCH);
+        kunit_expect!(c.tree.retired - c.nodes_pending >= c.rcu_batches * RETIRE_BATCH);
+        kunit_expect_eq!(c.ranges, 200);
+        t.flush();
+        let d = t.counters();
+        kunit_expect_eq!(d.nodes_pending, 0);
+        kunit_expect_eq!(
+            d.rcu_batches,
+            c.rcu_batches + usize::from(c.nodes_pending > 0)
+        );
+        // The debugfs view: one registration per tree; the name is free
+        // again once the tree is gone.
+        kunit_expect_eq!(t.as_ref().debugfs_register(c_str!("kunit")), Ok(()));
+        kunit_expect_eq!(t.as_ref().debugfs_register(c_str!("kunit2")), Err(EBUSY));
+    }
+    let t = KBox::pin_init(RangeTree::<u64>::new(), GFP_KERNEL)?;
+    kunit_expect_eq!(t.as_ref().debugfs_register(c_str!("kunit")), Ok(()));
+    drop(t);
+    rcu::barrier();
+    kunit_expect_eq!(fault::live(), base);
+    Ok(())
+}
+
+/// Slots of the stress test; even slots hold ranges for the whole run,
+/// odd ones are inserted and removed all along.
+const STRESS_SLOTS: usize = 1024;
+/// Reader threads of the stress test.
+const STRESS_READERS: usize = 2;
+/// How long the writer of the stress test runs.
+const STRESS_MS: i64 = 4000;
+
+/// State shared by the stress test and its readers.
+#[pin_data]
+struct Stress {
+    #[pin]
+    tree: RangeTree<usize>,
+    stop: AtomicBool,
+    lookups: AtomicUsize,
+    misses: AtomicUsize,
+    /// Readers finished.
+    #[pin]
+    done: Mutex<usize>,
+    #[pin]
+    done_cv: CondVar,
+}
+
+/// A reader of the stress test: looks up stable ranges until told to
+/// stop; each must be found, with its value.
+fn stress_reader(s: Arc<Stress>, seed: u64) {
+    let mut rng = Rng(seed);
+    let (mut n, mut misses) = (0usize, 0usize);
+    while !s.stop.load(Ordering::Acquire) {
+        for _ in 0..256 {
+            let k = 2 * rng.below(STRESS_SLOTS / 2);
+            let addr = k * SLOT + rng.below(8);
+            let got = s.tree.with_range(addr, |e| (e.start, *e.value));
+            if got != Some((k * SLOT, k)) {
+                misses += 1;
+            }
+            n += 1;
+        }
+        delay::cond_resched();
+    }
+    s.lookups.fetch_add(n, Ordering::Relaxed);
+    s.misses.fetch_add(misses, Ordering::Relaxed);
+    let mut done = s.done.lock();
+    *done += 1;
+    s.done_cv.notify_all();
+}
+
+/// Slots above the stable ones that the writer of the stress test fills
+/// and empties in address order, which rotates the tree all the time.
+const STRESS_SWEEP: usize = 256;
+
+/// The writer of the stress test, for `STRESS_MS`: in turns, toggles 64
+/// random odd slots, then inserts a range in each slot above the stable
+/// ones in ascending order and removes them in a strided order.
+fn stress_writer(s: &Stress) -> Result<usize> {
+    let mut present = KVec::from_elem(false, STRESS_SLOTS / 2, GFP_KERNEL)?;
+    let mut rng = Rng(0x0dd5_1075_cafe_f00d);
+    let start = Ktime::ktime_get();
+    let mut updates = 0;
+    while ktime_ms_delta(Ktime::ktime_get(), start) < STRESS_MS {
+        for _ in 0..64 {
+            let i = rng.below(STRESS_SLOTS / 2);
+            let k = 2 * i + 1;
+            if present[i] {
+                s.tree.remove(k * SLOT)?;
+            } else {
+                s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
+            }
+            present[i] = !present[i];
+            updates += 1;
+        }
+        // Ascending inserts rotate singly; removals in a strided order
+        // (37 is prime to the sweep length) also rotate doubly.
+        for k in STRESS_SLOTS..STRESS_SLOTS + STRESS_SWEEP {
+            s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
+            delay::cond_resched();
+        }
+        for j in 0..STRESS_SWEEP {
+            let k = STRESS_SLOTS + j * 37 % STRESS_SWEEP;
+            s.tree.remove(k * SLOT)?;
+            delay::cond_resched();
+        }
+        updates += 2 * STRESS_SWEEP;
+        delay::cond_resched();
+    }
+    Ok(updates)
+}
+
+/// Lookups of ranges present for the whole run, on workqueue threads,
+/// never miss while the test thread inserts and removes other ranges and
+/// so rotates the tree constantly.
+fn concurrent_lookups_never_miss() -> Result {
+    let s = Arc::pin_init(
+        pin_init!(Stress {
+            tree <- RangeTree::new(),
+            stop: AtomicBool::new(false),
+            lookups: AtomicUsize::new(0),
+            misses: AtomicUsize::new(0),
+            done <- new_mutex!(0),
+            done_cv <- new_condvar!(),
+        }),
+        GFP_KERNEL,
+    )?;
+    for k in (0..STRESS_SLOTS).step_by(2) {
+        s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
+    }
+    let mut readers = 0;
+    for i in 0..STRESS_READERS {
+        let r = s.clone();
+        let seed = 0x1234_0000 + i as u64;
+        if workqueue::system_unbound()
+            .try_spawn(GFP_KERNEL, move || stress_reader(r, seed))
+            .is_ok()
+        {
+            readers += 1;
+        }
+    }
+    let before = s.tree.stats();
+    let start = Ktime::ktime_get();
+    let updates = stress_writer(&s);
+    s.stop.store(true, Ordering::Release);
+    {
+        let mut done = s.done.lock();
+        while *done < readers {
+            s.done_cv.wait(&mut done);
+        }
+    }
+    let ms = ktime_ms_delta(Ktime::ktime_get(), start);
+    let updates = updates?;
+    let after = s.tree.stats();
+    let c = s.tree.counters();
+    let single = after.single_rotations - before.single_rotations;
+    let double = after.double_rotations - before.double_rotations;
+    let lookups = s.lookups.load(Ordering::Relaxed);
+    let misses = s.misses.load(Ordering::Relaxed);
+    pr_info!(
+        "stress: {} readers, {} lookups, {} misses; {} updates, {} single and {} double rotations, {} RCU batches; {} ms\n",
+        readers,
+        lookups,
+        misses,
+        updates,
+        single,
+        double,
+        c.rcu_batches,
+        ms
+    );
+    kunit_expect_eq!(readers, STRESS_READERS);
+    kunit_expect_eq!(misses, 0);
+    kunit_expect!(lookups > 0, "no lookup ran");
+    kunit_expect!(single + double > 0, "no rotation happened");
+    kunit_expect_eq!(s.tree.check(), Ok(()));
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "bonsai_tree",
-    cases: [matches_model_proven_params, matches_model_paper_params, boundaries_and_overlaps],
+    cases: [
+        matches_model_proven_params,
+        matches_model_paper_params,
+        boundaries_and_overlaps,
+        alloc_failure_leaves_tree_unchanged,
+        retirement_is_batched,
+        #[slow] concurrent_lookups_never_miss,
+    ],
 }

@@ -70,7 +70,13 @@
 //!
 //! * `pub mod tree;` (public, so that `-Wunreachable_pub` holds);
 //! * a `platform` module exporting `AtomicPtr` and `Ordering`: in the
-//!   kernel `core::sync::atomic`'s, on the host possibly `loom`'s;
+//!   kernel `core::sync::atomic`'s, on the host possibly `loom`'s; and
+//!   three hooks of the node allocator, for tests: `inject_alloc_failure()`
+//!   (consulted before every node allocation of [`NodeReserve::fill`];
+//!   `true` makes it fail with `ENOMEM`), `node_allocated()` and
+//!   `node_freed()` (called once per node allocated and freed, so a test
+//!   can count live nodes).  Outside tests they are empty inline
+//!   functions returning `false`;
 //! * `unsafe impl ReadSide for` its RCU read guard;
 //! * the writer lock, taken around [`Tree::writer`], and the reclamation
 //!   of [`RetiredList`]s after a grace period.

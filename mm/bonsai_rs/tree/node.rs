@@ -31,7 +31,7 @@ use core::ptr::{self, NonNull};
 use kernel::alloc::Flags;
 use kernel::prelude::*;
 
-use crate::platform::{AtomicPtr, Ordering};
+use crate::platform::{self, AtomicPtr, Ordering};
 
 /// Which child.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,7 +278,11 @@ impl<V> NodeReserve<V> {
     /// reserve (and are freed with it).
     pub fn fill(&mut self, target: usize, flags: Flags) -> Result {
         while self.len < target {
+            if platform::inject_alloc_failure() {
+                return Err(ENOMEM);
+            }
             let slot = KBox::<Node<V>>::new_uninit(flags).map_err(|_| ENOMEM)?;
+            platform::node_allocated();
             let slot = KBox::into_raw(slot);
             // `into_raw` never returns null; skip the node if it did.
             if let Some(slot) = NonNull::new(slot) {
@@ -296,7 +300,18 @@ impl<V> NodeReserve<V> {
                 // owned by the reserve; its contents are uninitialised, so
                 // dropping the `MaybeUninit` box only frees memory.
                 drop(unsafe { KBox::from_raw(slot.as_ptr()) });
+                platform::node_freed();
             }
+        }
+    }
+
+    /// Moves every node of `other` into `self`.
+    ///
+    /// Lets a caller fill a reserve of its own without holding the writer
+    /// lock and hand the nodes to the reserve kept under the lock.
+    pub fn append(&mut self, other: &mut Self) {
+        while let Some(slot) = other.pop_slot() {
+            self.push_slot(slot);
         }
     }
 
@@ -540,6 +555,7 @@ unsafe fn free_node<V>(p: *mut Node<V>, fate: Fate) {
     // `NodeReserve::fill`); `MaybeUninit` has no drop glue, so this frees
     // the memory only.
     drop(unsafe { KBox::from_raw(p.cast::<Slot<V>>()) });
+    platform::node_freed();
 }
 
 /// Frees every node of the tree at `root`, dropping their values, without

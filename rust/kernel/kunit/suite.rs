@@ -32,14 +32,24 @@ const SUITE_NAME_LEN: usize = 256;
 pub const fn case(
     name: &'static CStr,
     run: unsafe extern "C" fn(*mut bindings::kunit),
+    speed: bindings::kunit_speed,
 ) -> bindings::kunit_case {
     // SAFETY: `kunit_case` is a C struct of pointers, integers and enums for
     // which all-zero is the documented "unset" value KUnit expects.
     let mut c: bindings::kunit_case = unsafe { core::mem::zeroed() };
     c.run_case = Some(run);
     c.name = name.as_char_ptr();
+    c.attr.speed = speed;
     c
 }
+
+/// Speed attribute of a case marked `#[slow]` in [`kunit_suite!`](crate::kunit_suite).
+#[doc(hidden)]
+pub const SPEED_SLOW: bindings::kunit_speed = bindings::kunit_speed_KUNIT_SPEED_SLOW;
+
+/// Speed attribute of an unmarked case (KUnit treats it as normal).
+#[doc(hidden)]
+pub const SPEED_UNSET: bindings::kunit_speed = bindings::kunit_speed_KUNIT_SPEED_UNSET;
 
 /// The all-zero `struct kunit_case` that terminates a case table.
 #[doc(hidden)]
@@ -134,17 +144,21 @@ pub fn fail(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
 /// }
 /// ```
 ///
+/// A case that takes more than a second or so is marked `#[slow]` in the
+/// list (`cases: [quick_one, #[slow] stress]`), so that KUnit's
+/// `kunit.filter=speed>slow` can skip it.
+///
 /// The example is not run as a doctest because a doctest cannot register a
 /// suite of its own; every crate under `mm/*_rs` uses the macro for real.
 #[macro_export]
 macro_rules! kunit_suite {
-    (name: $name:literal, cases: [$($case:ident),+ $(,)?] $(,)?) => {
+    (name: $name:literal, cases: [$($(#[$speed:ident])? $case:ident),+ $(,)?] $(,)?) => {
         #[doc(hidden)]
         mod __kunit_suite {
             $(
                 // The wrapper has the C signature KUnit calls and forwards to
                 // the Rust case of the same name in the parent module.
-                pub(super) unsafe extern "C" fn $case(_test: *mut $crate::bindings::kunit) {
+                pub(super) extern "C" fn $case(_test: *mut $crate::bindings::kunit) {
                     $crate::kunit::suite::run_case(super::$case, ::core::stringify!($case));
                 }
             )+
@@ -154,6 +168,7 @@ macro_rules! kunit_suite {
                 $($crate::kunit::suite::case(
                     $crate::c_str!(::core::stringify!($case)),
                     $case,
+                    $crate::__kunit_case_speed!($($speed)?),
                 ),)+
                 $crate::kunit::suite::case_terminator(),
             ];
@@ -169,6 +184,18 @@ macro_rules! kunit_suite {
             #[link_section = ".kunit_test_suites"]
             static mut ENTRY: *mut $crate::bindings::kunit_suite = &raw mut SUITE;
         }
+    };
+}
+
+/// Maps the optional `#[slow]` marker of a case to its KUnit speed.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __kunit_case_speed {
+    () => {
+        $crate::kunit::suite::SPEED_UNSET
+    };
+    (slow) => {
+        $crate::kunit::suite::SPEED_SLOW
     };
 }
 

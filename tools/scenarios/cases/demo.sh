@@ -25,6 +25,14 @@ if dmesg | grep -q 'rust_mm_bench: '; then
 	done
 fi
 
+if dmesg | grep -q 'bonsai: bench: '; then
+	report ""
+	report "Bonsai tree benchmark (bonsai: bench):"
+	dmesg | grep 'bonsai: bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //' -e 's/^bonsai: bench: //' | while IFS= read -r line; do
+		report "  $line"
+	done
+fi
+
 check gcma_area expect_dmesg 'gcma: gcma0: [0-9]+ pages from pfn'
 check two_nodes test -d /sys/devices/system/node/node1
 check no_splat no_splat

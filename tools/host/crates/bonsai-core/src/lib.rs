@@ -43,6 +43,20 @@ pub(crate) mod platform {
 
     #[cfg(not(loom))]
     pub(crate) use core::sync::atomic::{AtomicPtr, Ordering};
+
+    /// Whether the next node allocation should fail (never, on the host).
+    #[inline]
+    pub(crate) fn inject_alloc_failure() -> bool {
+        false
+    }
+
+    /// A node was allocated.
+    #[inline]
+    pub(crate) fn node_allocated() {}
+
+    /// A node was freed.
+    #[inline]
+    pub(crate) fn node_freed() {}
 }
 
 #[path = "../../../../../mm/bonsai_rs/tree/mod.rs"]

@@ -1,0 +1,817 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Benchmark of the Bonsai tree, run once at boot.
+//!
+//! This file is a module of the Bonsai crate (`mm/bonsai_rs/bonsai.rs`
+//! includes it with `#[path]` when `CONFIG_SAMPLE_RUST_BONSAI_BENCH` is
+//! set), because a built-in crate cannot be imported by another one.  Its
+//! C side, `bonsai_bench_baselines.c`, calls [`bonsai_bench_run`] from a
+//! late initcall and provides the baselines and kernel services declared
+//! in [`ffi`].  Two tables go to the kernel log, every line prefixed with
+//! `bonsai: bench: `:
+//!
+//! 1. Structure: `N` ranges inserted in random or sequential order, for
+//!    both balance parameter sets, with the nodes allocated, nodes retired
+//!    and rotations per insert, and the height reached next to its bound.
+//! 2. The paper's isolated-VM microbenchmark (section 7.3): about 1,000
+//!    ranges; `R` reader threads look up random addresses (each one inside
+//!    a range, as a page fault's would be) while one writer inserts and
+//!    removes a range for a given share of every millisecond.  Bonsai
+//!    (`RangeTree::with_range`) is compared with an rbtree under an
+//!    `rwlock_t` and with a maple tree in RCU mode, in the same run.
+
+use core::ffi::{c_int, c_uint, c_ulong, c_void};
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+use kernel::{prelude::*, processor::cpu_relax, sync::rcu, time::Ktime};
+
+use crate::{tree, RangeTree};
+
+/// Logs a line of the benchmark: `pr_info!`, or `pr_err!` after `err:`,
+/// with `bench: ` after the crate's `bonsai: ` prefix.
+macro_rules! out {
+    (err: $fmt:literal $($arg:tt)*) => {
+        pr_err!(concat!("bench: ", $fmt) $($arg)*)
+    };
+    ($fmt:literal $($arg:tt)*) => {
+        pr_info!(concat!("bench: ", $fmt) $($arg)*)
+    };
+}
+
+/// The C side, in `samples/rust/bonsai_bench_baselines.c`.
+mod ffi {
+    use core::ffi::{c_int, c_uint, c_ulong, c_void};
+
+    /// An rbtree of ranges under an `rwlock_t`.
+    #[repr(C)]
+    pub(super) struct RbTree {
+        _opaque: [u8; 0],
+    }
+
+    /// A maple tree of ranges in RCU mode.
+    #[repr(C)]
+    pub(super) struct MapleTree {
+        _opaque: [u8; 0],
+    }
+
+    extern "C" {
+        pub(super) fn bonsai_bench_online_cpus() -> c_uint;
+        pub(super) fn bonsai_bench_thread_start(
+            f: unsafe extern "C" fn(*mut c_void) -> c_int,
+            arg: *mut c_void,
+            cpu: c_uint,
+        ) -> *mut c_void;
+        pub(super) fn bonsai_bench_thread_join(task: *mut c_void);
+        pub(super) fn bonsai_bench_msleep(ms: c_uint);
+        pub(super) fn bonsai_bench_cond_resched();
+
+        pub(super) fn bonsai_bench_rb_new() -> *mut RbTree;
+        pub(super) fn bonsai_bench_rb_free(t: *mut RbTree);
+        pub(super) fn bonsai_bench_rb_lookup(t: *mut RbTree, addr: c_ulong) -> c_ulong;
+        pub(super) fn bonsai_bench_rb_insert(
+            t: *mut RbTree,
+            start: c_ulong,
+            end: c_ulong,
+            value: c_ulong,
+        ) -> c_int;
+        pub(super) fn bonsai_bench_rb_remove(t: *mut RbTree, start: c_ulong) -> c_int;
+
+        pub(super) fn bonsai_bench_mt_new() -> *mut MapleTree;
+        pub(super) fn bonsai_bench_mt_free(t: *mut MapleTree);
+        pub(super) fn bonsai_bench_mt_lookup(t: *mut MapleTree, addr: c_ulong) -> c_ulong;
+        pub(super) fn bonsai_bench_mt_insert(
+            t: *mut MapleTree,
+            start: c_ulong,
+            end: c_ulong,
+            value: c_ulong,
+        ) -> c_int;
+        pub(super) fn bonsai_bench_mt_remove(t: *mut MapleTree, start: c_ulong) -> c_int;
+    }
+}
+
+fn msleep(ms: u32) {
+    // SAFETY: FFI call without preconditions; the caller may sleep.
+    unsafe { ffi::bonsai_bench_msleep(ms as c_uint) };
+}
+
+fn cond_resched() {
+    // SAFETY: FFI call without preconditions; the caller may sleep.
+    unsafe { ffi::bonsai_bench_cond_resched() };
+}
+
+fn online_cpus() -> u32 {
+    // SAFETY: FFI call without preconditions.
+    unsafe { ffi::bonsai_bench_online_cpus() }
+}
+
+fn now_ns() -> i64 {
+    Ktime::ktime_get().to_ns()
+}
+
+/// xorshift64*: cheap per-thread pseudo-random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number below `n` (`n > 0`), with a negligible bias.
+    fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// Formats `num / den` with two decimals.
+struct Fixed2(u64, u64);
+
+impl core::fmt::Display for Fixed2 {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        use core::fmt::Write;
+        let hundredths = self.0.saturating_mul(100).checked_div(self.1).unwrap_or(0);
+        let int = hundredths / 100;
+        // Right-align in the requested width: digits, the point, 2 decimals.
+        let mut len = 4;
+        let mut rest = int / 10;
+        while rest > 0 {
+            len += 1;
+            rest /= 10;
+        }
+        for _ in len..f.width().unwrap_or(0) {
+            f.write_char(' ')?;
+        }
+        write!(f, "{}.{:02}", int, hundredths % 100)
+    }
+}
+
+// ---------------------------------------------------------------------
+// Table 1: structure
+// ---------------------------------------------------------------------
+
+/// Page-sized ranges, so that addresses look like those of mappings.
+const PAGE: usize = 4096;
+
+/// Figures of one tree built by [`build`].
+struct Shape {
+    stats: tree::Stats,
+    report: tree::CheckReport,
+    ns: i64,
+}
+
+/// Inserts `n` page-sized ranges into a private tree, in random or
+/// ascending order, and returns its counters and shape.
+///
+/// The tree is local and never published, so this function is its only
+/// writer and it has no reader: replaced nodes are freed without waiting
+/// for a grace period.
+fn build(params: tree::BalanceParams, n: usize, random: bool, seed: u64) -> Result<Shape> {
+    let t = tree::Tree::<usize>::with_params(params);
+    let mut reserve = tree::NodeReserve::new();
+    let mut retired = tree::RetiredList::new();
+    let mut rng = Rng::new(seed);
+    let start_ns = now_ns();
+    let mut i = 0;
+    while i < n {
+        // Random pages out of 2^28; a collision (EEXIST) just draws again.
+        let page = if random {
+            rng.below(1 << 28) as usize
+        } else {
+            i
+        };
+        reserve.fill(t.reserve_bound(), GFP_KERNEL)?;
+        let inserted = {
+            // SAFETY: `t` is local to this function: no other writer exists.
+            let mut w = unsafe { t.writer(&mut reserve, &mut retired) };
+            w.insert(page * PAGE, (page + 1) * PAGE, page + 1)
+        };
+        match inserted {
+            Ok(()) => i += 1,
+            Err(e) if e.error == EEXIST => {}
+            Err(e) => return Err(e.error),
+        }
+        if retired.len() >= 4096 {
+            let old = core::mem::take(&mut retired);
+            // SAFETY: no lookup ever ran on `t`: nobody else can hold a node.
+            unsafe { old.free() };
+        }
+        if i % 1024 == 0 {
+            cond_resched();
+        }
+    }
+    let ns = now_ns() - start_ns;
+    let report = {
+        // SAFETY: as above, this is the only writer of the local tree.
+        let w = unsafe { t.writer(&mut reserve, &mut retired) };
+        w.check().map_err(|e| {
+            out!(err: "tree check failed: {:?}\n", e);
+            EINVAL
+        })?
+    };
+    let stats = t.stats();
+    drop(t);
+    // SAFETY: no lookup ever ran on the tree these nodes came from.
+    unsafe { retired.free() };
+    Ok(Shape { stats, report, ns })
+}
+
+fn structure_table() -> Result {
+    out!("Bonsai structure: per insert, and height (root-to-leaf nodes) vs its bound\n");
+    out!(
+        "{:<8} {:>7} {:<6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7}\n",
+        "params",
+        "N",
+        "order",
+        "alloc",
+        "retire",
+        "rot1",
+        "rot2",
+        "commit",
+        "height",
+        "bound",
+        "unbal",
+        "ns/ins"
+    );
+    let sets = [
+        ("hirai", tree::BalanceParams::HIRAI_YAMAMOTO),
+        ("paper", tree::BalanceParams::PAPER),
+    ];
+    for n in [1_000usize, 100_000] {
+        for random in [true, false] {
+            for (name, params) in sets {
+                let s = build(params, n, random, n as u64)?;
+                let per = |c: usize| Fixed2(c as u64, n as u64);
+                out!(
+                    "{:<8} {:>7} {:<6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7}\n",
+                    name,
+                    n,
+                    if random { "random" } else { "seq" },
+                    per(s.stats.allocated),
+                    per(s.stats.retired),
+                    per(s.stats.single_rotations),
+                    per(s.stats.double_rotations),
+                    per(s.stats.commits),
+                    s.report.height,
+                    params.max_height(n, 1000),
+                    s.report.unbalanced,
+                    s.ns / n as i64
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------
+// Table 2: lookups against a writer with a duty cycle
+// ---------------------------------------------------------------------
+
+/// Ranges that stay in the tree; readers look up addresses inside them.
+const NR_RANGES: u64 = 1000;
+/// Lowest address used.
+const BASE: usize = 0x1_0000_0000;
+/// Distance between two slots; permanent ranges take the even slots, the
+/// writer inserts and removes ranges in the odd ones.
+const STRIDE: usize = 16 * PAGE;
+/// Length of every range.
+const LEN: usize = 4 * PAGE;
+/// Length of one measured cell, in milliseconds.
+const CELL_MS: u32 = 150;
+/// Rounds of every cell; the median one is reported.
+const ROUNDS: usize = 3;
+/// Length of the writer's duty-cycle slot, in nanoseconds.
+const SLOT_NS: i64 = 1_000_000;
+/// Writer duty cycles measured, in percent.
+const DUTIES: [u32; 4] = [0, 10, 50, 100];
+/// Most reader threads measured.
+const MAX_READERS: usize = 7;
+
+fn slot_start(slot: usize) -> usize {
+    BASE + slot * STRIDE
+}
+
+/// A structure under test: ranges with non-zero `usize` values.
+trait Subject: Sync {
+    /// The value of the range containing `addr`, or 0.
+    fn lookup(&self, addr: usize) -> usize;
+    /// Inserts `[start, end)`; false on failure.
+    fn insert(&self, start: usize, end: usize, value: usize) -> bool;
+    /// Removes the range starting at `start`; false on failure.
+    fn remove(&self, start: usize) -> bool;
+}
+
+impl Subject for RangeTree<usize> {
+    #[inline]
+    fn lookup(&self, addr: usize) -> usize {
+        self.with_range(addr, |e| *e.value).unwrap_or(0)
+    }
+
+    fn insert(&self, start: usize, end: usize, value: usize) -> bool {
+        RangeTree::insert(self, start, end, value).is_ok()
+    }
+
+    fn remove(&self, start: usize) -> bool {
+        RangeTree::remove(self, start).is_ok()
+    }
+}
+
+/// The C rbtree under an `rwlock_t`.
+///
+/// # Invariants
+///
+/// `0` came from `bonsai_bench_rb_new()` and is freed only on drop.
+struct RbTree(NonNull<ffi::RbTree>);
+
+// SAFETY: the C functions may be called from any thread; the tree's own
+// rwlock serialises writers against readers.
+unsafe impl Sync for RbTree {}
+
+impl RbTree {
+    fn new() -> Result<Self> {
+        // SAFETY: FFI call without preconditions.
+        let t = unsafe { ffi::bonsai_bench_rb_new() };
+        // INVARIANT: a non-null result is a fresh tree.
+        NonNull::new(t).map(Self).ok_or(ENOMEM)
+    }
+}
+
+impl Drop for RbTree {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant; `&mut self` means no user is left.
+        unsafe { ffi::bonsai_bench_rb_free(self.0.as_ptr()) };
+    }
+}
+
+impl Subject for RbTree {
+    fn lookup(&self, addr: usize) -> usize {
+        // SAFETY: by the type invariant the tree is live.
+        unsafe { ffi::bonsai_bench_rb_lookup(self.0.as_ptr(), addr as c_ulong) as usize }
+    }
+
+    fn insert(&self, start: usize, end: usize, value: usize) -> bool {
+        // SAFETY: by the type invariant the tree is live.
+        let r = unsafe {
+            ffi::bonsai_bench_rb_insert(
+                self.0.as_ptr(),
+                start as c_ulong,
+                end as c_ulong,
+                value as c_ulong,
+            )
+        };
+        r == 0
+    }
+
+    fn remove(&self, start: usize) -> bool {
+        // SAFETY: by the type invariant the tree is live.
+        unsafe { ffi::bonsai_bench_rb_remove(self.0.as_ptr(), start as c_ulong) == 0 }
+    }
+}
+
+/// The C maple tree in RCU mode.
+///
+/// # Invariants
+///
+/// `0` came from `bonsai_bench_mt_new()` and is freed only on drop.
+struct MapleTree(NonNull<ffi::MapleTree>);
+
+// SAFETY: the C functions may be called from any thread; lookups run
+// under RCU and updates take the maple tree's internal lock.
+unsafe impl Sync for MapleTree {}
+
+impl MapleTree {
+    fn new() -> Result<Self> {
+        // SAFETY: FFI call without preconditions.
+        let t = unsafe { ffi::bonsai_bench_mt_new() };
+        // INVARIANT: a non-null result is a fresh tree.
+        NonNull::new(t).map(Self).ok_or(ENOMEM)
+    }
+}
+
+impl Drop for MapleTree {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant; `&mut self` means no user is left.
+        unsafe { ffi::bonsai_bench_mt_free(self.0.as_ptr()) };
+    }
+}
+
+impl Subject for MapleTree {
+    fn lookup(&self, addr: usize) -> usize {
+        // SAFETY: by the type invariant the tree is live.
+        unsafe { ffi::bonsai_bench_mt_lookup(self.0.as_ptr(), addr as c_ulong) as usize }
+    }
+
+    fn insert(&self, start: usize, end: usize, value: usize) -> bool {
+        // SAFETY: by the type invariant the tree is live.
+        let r = unsafe {
+            ffi::bonsai_bench_mt_insert(
+                self.0.as_ptr(),
+                start as c_ulong,
+                end as c_ulong,
+                value as c_ulong,
+            )
+        };
+        r == 0
+    }
+
+    fn remove(&self, start: usize) -> bool {
+        // SAFETY: by the type invariant the tree is live.
+        unsafe { ffi::bonsai_bench_mt_remove(self.0.as_ptr(), start as c_ulong) == 0 }
+    }
+}
+
+/// State shared by the threads of one cell.
+struct Run<'a, S> {
+    subject: &'a S,
+    duty: u32,
+    seed: u64,
+    /// Threads that have started.
+    started: AtomicUsize,
+    /// Index the next reader takes in `lookups`.
+    next_reader: AtomicUsize,
+    go: AtomicBool,
+    stop: AtomicBool,
+    /// Lookups done by each reader.
+    lookups: [AtomicU64; MAX_READERS],
+    /// Lookups that did not find the expected range (must stay 0).
+    wrong: AtomicU64,
+    /// Writer operations (inserts and removes) done, and failed.
+    writes: AtomicU64,
+    write_failures: AtomicU64,
+    /// Time the writer spent working, in nanoseconds.
+    busy_ns: AtomicU64,
+}
+
+/// Waits for the start signal; false if the cell was called off.
+fn wait_go<S>(run: &Run<'_, S>) -> bool {
+    while !run.go.load(Ordering::Acquire) {
+        if run.stop.load(Ordering::Acquire) {
+            return false;
+        }
+        cpu_relax();
+        // Without preemption, let the coordinator and RCU run here.
+        cond_resched();
+    }
+    true
+}
+
+/// Reader thread: looks up addresses inside the permanent ranges until
+/// told to stop, checking that each lookup finds its range.
+///
+/// # Safety
+///
+/// `arg` points to a [`Run`] that outlives the thread.
+unsafe extern "C" fn reader_main<S: Subject>(arg: *mut c_void) -> c_int {
+    // SAFETY: per the function's contract.
+    let run = unsafe { &*arg.cast::<Run<'_, S>>() };
+    let idx = run.next_reader.fetch_add(1, Ordering::Relaxed);
+    run.started.fetch_add(1, Ordering::AcqRel);
+    if !wait_go(run) {
+        return 0;
+    }
+    let mut rng = Rng::new(run.seed ^ ((idx as u64 + 1) << 32));
+    let (mut n, mut wrong) = (0u64, 0u64);
+    while !run.stop.load(Ordering::Relaxed) {
+        for _ in 0..64 {
+            let r = rng.next();
+            let slot = 2 * (((r & 0xffff_ffff) * NR_RANGES) >> 32) as usize;
+            let addr = slot_start(slot) + (r >> 32) as usize % LEN;
+            if run.subject.lookup(addr) != slot + 1 {
+                wrong += 1;
+            }
+        }
+        n += 64;
+        cond_resched();
+    }
+    run.lookups[idx].store(n, Ordering::Relaxed);
+    run.wrong.fetch_add(wrong, Ordering::Relaxed);
+    0
+}
+
+/// Writer thread: in every 1 ms slot, inserts and removes a range in a
+/// random odd slot for `duty` percent of the slot, then idles.
+///
+/// # Safety
+///
+/// `arg` points to a [`Run`] that outlives the thread.
+unsafe extern "C" fn writer_main<S: Subject>(arg: *mut c_void) -> c_int {
+    // SAFETY: per the function's contract.
+    let run = unsafe { &*arg.cast::<Run<'_, S>>() };
+    run.started.fetch_add(1, Ordering::AcqRel);
+    if !wait_go(run) {
+        return 0;
+    }
+    let mut rng = Rng::new(run.seed ^ 0x5752_4954);
+    let busy_target = SLOT_NS * i64::from(run.duty) / 100;
+    let (mut ops, mut failures, mut busy) = (0u64, 0u64, 0i64);
+    while !run.stop.load(Ordering::Relaxed) {
+        let slot_begin = now_ns();
+        let mut t = slot_begin;
+        while t - slot_begin < busy_target && !run.stop.load(Ordering::Relaxed) {
+            let slot = 2 * rng.below(NR_RANGES) as usize + 1;
+            let start = slot_start(slot);
+            if !run.subject.insert(start, start + LEN, slot + 1) {
+                failures += 1;
+            }
+            if !run.subject.remove(start) {
+                failures += 1;
+            }
+            ops += 2;
+            cond_resched();
+            t = now_ns();
+        }
+        busy += t - slot_begin;
+        // Idle by spinning, as a writer CPU of its own would, so that the
+        // readers' share of the host is the same at every duty cycle (and
+        // a sleep's overshoot does not shorten the duty).
+        while now_ns() - slot_begin < SLOT_NS && !run.stop.load(Ordering::Relaxed) {
+            cpu_relax();
+            cond_resched();
+        }
+    }
+    run.writes.store(ops, Ordering::Relaxed);
+    run.write_failures.store(failures, Ordering::Relaxed);
+    run.busy_ns.store(busy as u64, Ordering::Relaxed);
+    0
+}
+
+/// A kthread started by [`Thread::start`], joined when dropped.
+///
+/// # Invariants
+///
+/// `0` is a task from `bonsai_bench_thread_start()`, not yet joined.
+struct Thread(NonNull<c_void>);
+
+impl Thread {
+    /// Starts `f(arg)` on `cpu`.
+    ///
+    /// # Safety
+    ///
+    /// `f` may be called with `arg` on another CPU until the returned
+    /// thread is dropped.
+    unsafe fn start(
+        f: unsafe extern "C" fn(*mut c_void) -> c_int,
+        arg: *mut c_void,
+        cpu: u32,
+    ) -> Result<Self> {
+        // SAFETY: per the function's contract `arg` suits `f`.
+        let t = unsafe { ffi::bonsai_bench_thread_start(f, arg, cpu as c_uint) };
+        // INVARIANT: a non-null result is a started, unjoined task.
+        NonNull::new(t).map(Self).ok_or(ENOMEM)
+    }
+}
+
+impl Drop for Thread {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the task is started and unjoined;
+        // it is joined once, here.
+        unsafe { ffi::bonsai_bench_thread_join(self.0.as_ptr()) };
+    }
+}
+
+/// Result of one cell.
+#[derive(Clone, Copy, Default)]
+struct Cell {
+    /// Mean lookups per second per reader.
+    lookups: u64,
+    /// Writer operations per second.
+    writes: u64,
+    /// Share of the time the writer actually worked, in percent.
+    busy_pct: u64,
+    wrong: u64,
+    write_failures: u64,
+}
+
+/// Runs one cell: `readers` reader threads on CPUs 1.. and the writer on
+/// CPU 0, for [`CELL_MS`].
+fn run_cell<S: Subject>(subject: &S, readers: usize, duty: u32, seed: u64) -> Result<Cell> {
+    let ncpus = online_cpus();
+    let run = Run {
+        subject,
+        duty,
+        seed,
+        started: AtomicUsize::new(0),
+        next_reader: AtomicUsize::new(0),
+        go: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        lookups: Default::default(),
+        wrong: AtomicU64::new(0),
+        writes: AtomicU64::new(0),
+        write_failures: AtomicU64::new(0),
+        busy_ns: AtomicU64::new(0),
+    };
+    let arg = (&run as *const Run<'_, S>).cast_mut().cast::<c_void>();
+    let mut threads = KVec::with_capacity(readers + 1, GFP_KERNEL)?;
+    let mut spawn = |f: unsafe extern "C" fn(*mut c_void) -> c_int, cpu: u32| -> Result {
+        // SAFETY: `run` outlives `threads`, whose drop below joins every
+        // thread before `run` goes out of scope; `f` takes a `Run<S>`.
+        let t = unsafe { Thread::start(f, arg, cpu)? };
+        threads.push(t, GFP_KERNEL)?;
+        Ok(())
+    };
+    let mut res = spawn(writer_main::<S>, 0);
+    for i in 0..readers {
+        if res.is_ok() {
+            res = spawn(reader_main::<S>, (1 + i as u32) % ncpus);
+        }
+    }
+    let window = res.map(|()| {
+        // Wait (up to 10 s) for every thread to be ready.
+        let mut waited = 0;
+        while run.started.load(Ordering::Acquire) < readers + 1 && waited < 10_000 {
+            msleep(1);
+            waited += 1;
+        }
+        let t0 = now_ns();
+        run.go.store(true, Ordering::Release);
+        msleep(CELL_MS);
+        run.stop.store(true, Ordering::Release);
+        (t0, now_ns())
+    });
+    // Calls the cell off if a thread failed to start.
+    run.stop.store(true, Ordering::Release);
+    drop(threads);
+    let (t0, t1) = window?;
+    let secs_ns = (t1 - t0).max(1) as u64;
+    let total: u64 = run.lookups.iter().map(|c| c.load(Ordering::Relaxed)).sum();
+    let per_sec = |n: u64| n.saturating_mul(1_000_000_000) / secs_ns;
+    Ok(Cell {
+        lookups: per_sec(total) / readers as u64,
+        writes: per_sec(run.writes.load(Ordering::Relaxed)),
+        busy_pct: run.busy_ns.load(Ordering::Relaxed) * 100 / secs_ns,
+        wrong: run.wrong.load(Ordering::Relaxed),
+        write_failures: run.write_failures.load(Ordering::Relaxed),
+    })
+}
+
+/// Structures measured, in table order.
+const NAMES: [&str; 3] = ["bonsai", "rbtree", "maple"];
+
+type Cells = [[[Cell; DUTIES.len()]; MAX_READERS]; NAMES.len()];
+
+/// Inserts the permanent ranges into `subject`, in `order`.
+fn fill<S: Subject>(subject: &S, order: &[u32]) -> Result {
+    for &k in order {
+        let slot = 2 * k as usize;
+        if !subject.insert(slot_start(slot), slot_start(slot) + LEN, slot + 1) {
+            out!(err: "filling a tree failed at range {}\n", k);
+            return Err(EINVAL);
+        }
+    }
+    Ok(())
+}
+
+/// The round with the median lookup rate, with the errors of all rounds.
+fn median(rounds: &mut [Cell; ROUNDS]) -> Cell {
+    rounds.sort_unstable_by_key(|c| c.lookups);
+    let mut m = rounds[ROUNDS / 2];
+    m.wrong = rounds.iter().map(|c| c.wrong).sum();
+    m.write_failures = rounds.iter().map(|c| c.write_failures).sum();
+    m
+}
+
+fn ratio(a: u64, b: u64) -> Fixed2 {
+    Fixed2(a, b)
+}
+
+fn rate_table() -> Result {
+    let ncpus = online_cpus() as usize;
+    let max_readers = ncpus.saturating_sub(1).clamp(1, MAX_READERS);
+    // One random insertion order of the permanent ranges for all three.
+    let mut order = KVec::with_capacity(NR_RANGES as usize, GFP_KERNEL)?;
+    for k in 0..NR_RANGES as u32 {
+        order.push(k, GFP_KERNEL)?;
+    }
+    let mut rng = Rng::new(42);
+    for i in (1..order.len()).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut cells: KBox<Cells> = KBox::new(Default::default(), GFP_KERNEL)?;
+
+    let start = now_ns();
+    let bonsai = KBox::pin_init(RangeTree::<usize>::new(), GFP_KERNEL)?;
+    let rbtree = RbTree::new()?;
+    let maple = MapleTree::new()?;
+    fill(&*bonsai, &order)?;
+    fill(&rbtree, &order)?;
+    fill(&maple, &order)?;
+    // The three structures take turns in every cell and round, so that
+    // drift in what the host gives the guest hits them alike.
+    for r in 1..=max_readers {
+        for (d, &duty) in DUTIES.iter().enumerate() {
+            let mut rounds = [[Cell::default(); NAMES.len()]; ROUNDS];
+            for (i, round) in rounds.iter_mut().enumerate() {
+                let seed = ((r as u64) << 16) | (u64::from(duty) << 8) | i as u64;
+                round[0] = run_cell(&*bonsai, r, duty, seed)?;
+                round[1] = run_cell(&rbtree, r, duty, seed)?;
+                round[2] = run_cell(&maple, r, duty, seed)?;
+            }
+            for (s, out) in cells.iter_mut().enumerate() {
+                out[r - 1][d] = median(&mut core::array::from_fn(|i| rounds[i][s]));
+            }
+        }
+    }
+    let secs = (now_ns() - start) / 1_000_000_000;
+    // Every reader is gone; wait out any straggling grace period anyway.
+    rcu::synchronize_rcu();
+    drop(bonsai);
+
+    out!(
+        "Isolated-VM microbenchmark: {} ranges, {} CPUs, writer on CPU 0, median of {} rounds of {} ms ({} s)\n",
+        NR_RANGES,
+        ncpus,
+        ROUNDS,
+        CELL_MS,
+        secs
+    );
+    out!(
+        "{:>2} {:>4} | {:>9} {:>9} {:>9} | {:>7} {:>7} {:>7} | {:>8} {:>8} | {:>11}\n",
+        "R",
+        "duty",
+        "bonsai",
+        "rbtree",
+        "maple",
+        "bonsai",
+        "rbtree",
+        "maple",
+        "bon/mapl",
+        "bon/rb",
+        "writer busy"
+    );
+    out!(
+        "{:>2} {:>4} | {:>29} | {:>23} | {:>17} | {:>11}\n",
+        "",
+        "%",
+        "lookups/s per reader",
+        "writer ops/s",
+        "lookup ratio",
+        "% b/r/m"
+    );
+    let mut wrong = 0;
+    let mut failures = 0;
+    for r in 0..max_readers {
+        for (d, &duty) in DUTIES.iter().enumerate() {
+            let [b, rb, mt] = [cells[0][r][d], cells[1][r][d], cells[2][r][d]];
+            for c in [b, rb, mt] {
+                wrong += c.wrong;
+                failures += c.write_failures;
+            }
+            out!(
+                "{:>2} {:>4} | {:>9} {:>9} {:>9} | {:>7} {:>7} {:>7} | {:>8} {:>8} | {:>3} {:>3} {:>3}\n",
+                r + 1,
+                duty,
+                b.lookups,
+                rb.lookups,
+                mt.lookups,
+                b.writes,
+                rb.writes,
+                mt.writes,
+                ratio(b.lookups, mt.lookups),
+                ratio(b.lookups, rb.lookups),
+                b.busy_pct,
+                rb.busy_pct,
+                mt.busy_pct
+            );
+        }
+    }
+    let last = DUTIES.len() - 1;
+    for r in 0..max_readers {
+        out!(
+            "R={}: lookups at {}% duty / read-only: bonsai {}, rbtree {}, maple {}\n",
+            r + 1,
+            DUTIES[last],
+            ratio(cells[0][r][last].lookups, cells[0][r][0].lookups),
+            ratio(cells[1][r][last].lookups, cells[1][r][0].lookups),
+            ratio(cells[2][r][last].lookups, cells[2][r][0].lookups)
+        );
+    }
+    if wrong > 0 || failures > 0 {
+        out!(err:
+            "{} lookups missed a present range, {} writer operations failed\n",
+            wrong,
+            failures
+        );
+        return Err(EINVAL);
+    }
+    out!("every lookup found its range; every writer operation succeeded\n");
+    Ok(())
+}
+
+/// Runs the benchmark; called once at boot by `bonsai_bench_baselines.c`.
+#[no_mangle]
+extern "C" fn bonsai_bench_run() {
+    if let Err(e) = structure_table() {
+        out!(err: "structure table failed: {:?}\n", e);
+    }
+    if let Err(e) = rate_table() {
+        out!(err: "microbenchmark failed: {:?}\n", e);
+    }
+}
