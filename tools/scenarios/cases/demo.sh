@@ -33,6 +33,16 @@ if dmesg | grep -q 'bonsai: bench: '; then
 	done
 fi
 
+stats=/sys/kernel/debug/bonsai/bench/stats
+if [ -r "$stats" ]; then
+	report ""
+	report "Bonsai counters of the benchmark's tree ($stats):"
+	while IFS= read -r line; do
+		report "  $line"
+	done < "$stats"
+	check bonsai_debugfs grep -q '^single_rotations: *[1-9]' "$stats"
+fi
+
 check gcma_area expect_dmesg 'gcma: gcma0: [0-9]+ pages from pfn'
 check two_nodes test -d /sys/devices/system/node/node1
 check no_splat no_splat
