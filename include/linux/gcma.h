@@ -5,38 +5,116 @@
  * Areas are reserved at boot from the "gcma=" parameter and owned by GCMA
  * for the life of the system: they are never given to the buddy allocator.
  * The allocator itself is written in Rust (mm/gcma_rs/); this header is the
- * boundary between it and the C code that reserves the areas.
+ * boundary between it, the C glue (reservation, struct page state, sysfs)
+ * and the CMA interface, through which GCMA areas are also reachable.
  */
 #ifndef _LINUX_GCMA_H
 #define _LINUX_GCMA_H
 
+#include <linux/atomic.h>
+#include <linux/gfp_types.h>
 #include <linux/init.h>
 #include <linux/types.h>
 
 /* Upper bound on "gcma=" areas; more are refused with a boot message. */
 #define GCMA_MAX_AREAS		8
 #define GCMA_AREA_NAME_LEN	16
+/* Buckets of the allocation latency histogram: [2^i, 2^(i+1)) ns. */
+#define GCMA_LAT_BUCKETS	32
+
+struct cma;
+struct kobject;
+struct page;
 
 /**
- * struct gcma_reserved_area - an area reserved at boot
+ * struct gcma_area - an area reserved at boot
  * @name: "gcma<N>", N counting from 0 in command-line order
  * @base: physical address of the first byte, page aligned
  * @size: size in bytes, a multiple of PAGE_SIZE
+ * @cma: the CMA area registered on the same range, or NULL
+ * @rs: allocator state (Rust), published once by gcma_area_attach()
+ * @kobj: /sys/kernel/mm/gcma/<name>, or NULL
+ * @lat: allocations (successful or not) per latency bucket, log2 of ns
  */
-struct gcma_reserved_area {
+struct gcma_area {
 	char name[GCMA_AREA_NAME_LEN];
 	phys_addr_t base;
 	phys_addr_t size;
+	struct cma *cma;
+	const void *rs;
+	struct kobject *kobj;
+	atomic_long_t lat[GCMA_LAT_BUCKETS];
 };
+
+/**
+ * struct gcma_stats - counters of one area
+ * @total_pages: pages in the area
+ * @primary_used_pages: pages owned by contiguous allocations
+ * @secondary_lent_pages: pages lent to secondary clients
+ * @alloc_success: contiguous allocations that succeeded
+ * @alloc_fail: contiguous allocations that found no room
+ * @discarded_pages: lent pages discarded for contiguous allocations
+ * @released: contiguous releases
+ */
+struct gcma_stats {
+	u64 total_pages;
+	u64 primary_used_pages;
+	u64 secondary_lent_pages;
+	u64 alloc_success;
+	u64 alloc_fail;
+	u64 discarded_pages;
+	u64 released;
+};
+
+/*
+ * Called, outside any GCMA lock, for each page of a secondary client that
+ * a contiguous allocation takes over; the client must drop the page's data
+ * and never return the page.  May sleep.
+ */
+typedef void (*gcma_discard_fn)(struct gcma_area *area, unsigned long pfn);
 
 #ifdef CONFIG_GCMA
 void __init gcma_reserve(void);
 unsigned int gcma_nr_reserved_areas(void);
-const struct gcma_reserved_area *gcma_reserved_area(unsigned int idx);
+struct gcma_area *gcma_reserved_area(unsigned int idx);
+struct gcma_area *gcma_area_by_name(const char *name);
+
+struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
+			unsigned int align, bool no_warn);
+struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
+			    unsigned int align, gfp_t gfp);
+bool gcma_release(struct gcma_area *area, const struct page *pages,
+		  unsigned long count);
+void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
+int gcma_register_discard(gcma_discard_fn fn);
+
+/* C glue used by the Rust crate (mm/gcma_rs/area.c). */
+void gcma_area_attach(struct gcma_area *area, const void *rs);
+void gcma_call_discard(struct gcma_area *area, unsigned long pfn);
+
 /* Implemented in Rust (mm/gcma_rs/gcma.rs). */
 int gcma_rs_init(void);
+int gcma_rs_alloc(const void *rs, unsigned long count, unsigned int align,
+		  unsigned long *start);
+int gcma_rs_check_allocated(const void *rs, unsigned long start,
+			    unsigned long count);
+int gcma_rs_release(const void *rs, unsigned long start, unsigned long count);
+void gcma_rs_stats(const void *rs, struct gcma_stats *st);
 #else
 static inline void gcma_reserve(void) { }
+
+static inline struct page *gcma_alloc_gfp(struct gcma_area *area,
+					  unsigned long count,
+					  unsigned int align, gfp_t gfp)
+{
+	return NULL;
+}
+
+static inline bool gcma_release(struct gcma_area *area,
+				const struct page *pages, unsigned long count)
+{
+	return false;
+}
 #endif
 
 #endif /* _LINUX_GCMA_H */

@@ -457,6 +457,13 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         Ok(())
     }
 
+    /// Whether every page of `start..start + count` is owned by a primary
+    /// allocation (false for an empty range or one out of the area).
+    /// Costs `O(count / BITS)`.
+    pub(crate) fn is_primary_range(&self, start: usize, count: usize) -> bool {
+        self.check_primary_range(start, count).is_ok()
+    }
+
     /// Returns the first lent page in `from..end` (clamped to the area), if
     /// any.
     pub(crate) fn next_lent(&self, from: usize, end: usize) -> Option<usize> {

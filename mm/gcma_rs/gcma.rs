@@ -16,12 +16,27 @@
 //!   has no kernel dependencies and also builds on the host
 //!   (`tools/host/crates/gcma-core`).
 //! - [`boot`]: the areas `reserve.c` set aside at boot.
+//!
+//! This file holds the allocator state of each area in service, [`Area`],
+//! and the functions the C glue (`area.c`) calls: `area.c` owns the
+//! `struct page` side of an allocation and the entry points
+//! `gcma_alloc()`/`gcma_release()`, which the CMA interface also reaches
+//! for areas registered with CMA.
 
-use kernel::prelude::*;
+use core::{
+    pin::Pin,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+use kernel::{
+    bindings,
+    ffi::{c_int, c_uint, c_ulong, c_void},
+    new_spinlock,
+    prelude::*,
+    sync::SpinLock,
+};
 
-// The client paths that use the rest of the map's interface (CMA routing,
-// secondary lending) build on this crate; until then parts of it are used
-// only by the tests.
+// Secondary lending has no client yet: parts of the map's interface are
+// used only by the tests until then.
 #[allow(dead_code)]
 mod area_map;
 mod boot;
@@ -29,23 +44,144 @@ mod boot;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
 
+// The benchmark sample cannot import this built-in crate, so the crate
+// includes it (samples/rust/rust_gcma_bench.rs).
+#[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+#[path = "../../samples/rust/rust_gcma_bench.rs"]
+mod bench;
+
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"gcma\0";
 
-/// Sets up the allocator state of one reserved area and reports it.
+/// The page-state map of an area, on kernel-allocated buffers.
+type Map = area_map::AreaMap<KVec<usize>>;
+
+/// The allocator state of one area in service.
+///
+/// Created once per area by [`gcma_rs_init`] and never freed: `area.c`
+/// keeps a pointer to it in `struct gcma_area::rs`.
+#[pin_data]
+struct Area {
+    /// The C descriptor of the area (static storage in `reserve.c`).
+    c: *mut bindings::gcma_area,
+    /// Page frame number of page 0 of the map.
+    base_pfn: usize,
+    /// The map; every call on it is made under this lock, and nothing
+    /// that may sleep or take another lock runs under it.
+    #[pin]
+    map: SpinLock<Map>,
+    /// Allocations that succeeded.
+    alloc_success: AtomicUsize,
+    /// Allocations that found no room.
+    alloc_fail: AtomicUsize,
+    /// Lent pages discarded for allocations.
+    discarded: AtomicUsize,
+    /// Releases.
+    released: AtomicUsize,
+}
+
+// SAFETY: `c` points to a static descriptor that is only read after boot,
+// and the map is behind a lock: an `Area` may be used from any thread.
+unsafe impl Send for Area {}
+// SAFETY: as above; all mutable state is atomic or behind the lock.
+unsafe impl Sync for Area {}
+
+impl Area {
+    /// Allocates `count` pages aligned to `1 << align` pages and returns
+    /// the first page's index in the area.
+    ///
+    /// Pages lent to secondary clients inside the range are discarded
+    /// outside the lock, as the `area_map` protocol requires, before the
+    /// range is returned.
+    fn alloc(&self, count: usize, align: u32) -> Result<usize> {
+        let res = self.map.lock().alloc_primary(count, align);
+        let out = match res {
+            Ok(out) => out,
+            Err(e) => {
+                if e == ENOMEM {
+                    self.alloc_fail.fetch_add(1, Ordering::Relaxed);
+                }
+                return Err(e);
+            }
+        };
+        if out.lent > 0 {
+            self.discard(out.start, out.count);
+        }
+        self.alloc_success.fetch_add(1, Ordering::Relaxed);
+        Ok(out.start)
+    }
+
+    /// Has the secondary clients drop the lent pages of the freshly
+    /// claimed range `start..start + count`, then clears their bits.
+    fn discard(&self, start: usize, count: usize) {
+        let end = start + count;
+        let mut from = start;
+        loop {
+            // The lock is held only to find the next page.
+            let next = self.map.lock().next_lent(from, end);
+            let Some(page) = next else { break };
+            // SAFETY: `c` is the static descriptor of this area; the hook
+            // is called without any GCMA lock held, as documented.
+            unsafe { bindings::gcma_call_discard(self.c, self.base_pfn + page) };
+            from = page + 1;
+        }
+        // The range is primary-owned, so this cannot fail.
+        let dropped = self.map.lock().finish_discard(start, count).unwrap_or(0);
+        self.discarded.fetch_add(dropped, Ordering::Relaxed);
+    }
+
+    /// Releases `start..start + count`; `EINVAL` if any page of it is not
+    /// allocated.
+    fn release(&self, start: usize, count: usize) -> Result {
+        self.map.lock().release_primary(start, count)?;
+        self.released.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Whether every page of `start..start + count` is allocated.
+    fn is_allocated(&self, start: usize, count: usize) -> bool {
+        self.map.lock().is_primary_range(start, count)
+    }
+}
+
+/// Sets up the allocator state of one reserved area and puts it in
+/// service.
 fn init_area(area: &boot::ReservedArea) -> Result {
     let nr_pages = area.nr_pages();
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
     let zeroed = |n: usize| -> Result<KVec<usize>> { Ok(KVec::from_elem(0, n, GFP_KERNEL)?) };
-    let map = area_map::AreaMap::new(nr_pages, zeroed(words)?, zeroed(words)?, zeroed(summary)?)?;
+    let map = Map::new(nr_pages, zeroed(words)?, zeroed(words)?, zeroed(summary)?)?;
+    let free = map.free();
+    let state = KBox::pin_init(
+        pin_init!(Area {
+            c: area.as_ptr(),
+            base_pfn: area.base_pfn(),
+            map <- new_spinlock!(map, "gcma_area"),
+            alloc_success: AtomicUsize::new(0),
+            alloc_fail: AtomicUsize::new(0),
+            discarded: AtomicUsize::new(0),
+            released: AtomicUsize::new(0),
+        }),
+        GFP_KERNEL,
+    )?;
+    // SAFETY: the box is leaked right away and never moved out of.
+    let state: &'static Area = KBox::leak(unsafe { Pin::into_inner_unchecked(state) });
+    // SAFETY: `area.as_ptr()` is the static descriptor of a reserved area
+    // and `state` lives forever; this is the one attach of this area.
+    unsafe { bindings::gcma_area_attach(area.as_ptr(), (state as *const Area).cast::<c_void>()) };
     pr_info!(
-        "{}: {} pages from pfn {:#x}, node {}, {} free\n",
+        "{}: {} pages from pfn {:#x}, node {}, {} free{}\n",
         area.name(),
         nr_pages,
         area.base_pfn(),
         area.node().map_or(-1, |n| n.as_u32() as i64),
-        map.free()
+        free,
+        if area.has_cma() {
+            ", CMA interface"
+        } else {
+            ""
+        }
     );
     Ok(())
 }
@@ -56,7 +192,7 @@ fn init_area(area: &boot::ReservedArea) -> Result {
 /// An area whose state cannot be set up is reported and left reserved but
 /// unused; the call itself always succeeds so that boot goes on.
 #[no_mangle]
-pub extern "C" fn gcma_rs_init() -> core::ffi::c_int {
+pub extern "C" fn gcma_rs_init() -> c_int {
     let mut ready = 0;
     for area in boot::reserved_areas() {
         match init_area(&area) {
@@ -68,4 +204,108 @@ pub extern "C" fn gcma_rs_init() -> core::ffi::c_int {
         pr_info!("{} area(s) ready\n", ready);
     }
     0
+}
+
+/// Returns the area behind the `rs` pointer of a `struct gcma_area`.
+///
+/// # Safety
+///
+/// `rs` must be the value [`init_area`] gave to `gcma_area_attach()`.
+unsafe fn area_of(rs: *const c_void) -> &'static Area {
+    // SAFETY: by the function's contract `rs` points to a leaked `Area`.
+    unsafe { &*rs.cast::<Area>() }
+}
+
+/// Allocates `count` pages aligned to `1 << align` pages; on success
+/// stores the index of the first one in `*start` and returns 0, else
+/// `-EINVAL` (`count == 0`, bad alignment) or `-ENOMEM`.
+///
+/// # Safety
+///
+/// `rs` as for [`area_of`]; `start` must be valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn gcma_rs_alloc(
+    rs: *const c_void,
+    count: c_ulong,
+    align: c_uint,
+    start: *mut c_ulong,
+) -> c_int {
+    // SAFETY: guaranteed by the caller.
+    let area = unsafe { area_of(rs) };
+    match area.alloc(count, align) {
+        Ok(s) => {
+            // SAFETY: guaranteed by the caller.
+            unsafe { *start = s };
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Returns 0 if every page of `start..start + count` is allocated, else
+/// `-EINVAL`.
+///
+/// # Safety
+///
+/// `rs` as for [`area_of`].
+#[no_mangle]
+pub unsafe extern "C" fn gcma_rs_check_allocated(
+    rs: *const c_void,
+    start: c_ulong,
+    count: c_ulong,
+) -> c_int {
+    // SAFETY: guaranteed by the caller.
+    let area = unsafe { area_of(rs) };
+    if area.is_allocated(start, count) {
+        0
+    } else {
+        EINVAL.to_errno()
+    }
+}
+
+/// Releases `start..start + count`: 0, or `-EINVAL` with nothing changed
+/// if any page of it is not allocated.
+///
+/// # Safety
+///
+/// `rs` as for [`area_of`].
+#[no_mangle]
+pub unsafe extern "C" fn gcma_rs_release(
+    rs: *const c_void,
+    start: c_ulong,
+    count: c_ulong,
+) -> c_int {
+    // SAFETY: guaranteed by the caller.
+    let area = unsafe { area_of(rs) };
+    match area.release(start, count) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
+    }
+}
+
+/// Fills `*st` with the counters of the area.
+///
+/// # Safety
+///
+/// `rs` as for [`area_of`]; `st` must be valid for writes.
+#[no_mangle]
+pub unsafe extern "C" fn gcma_rs_stats(rs: *const c_void, st: *mut bindings::gcma_stats) {
+    // SAFETY: guaranteed by the caller.
+    let area = unsafe { area_of(rs) };
+    let (total, used, lent) = {
+        let map = area.map.lock();
+        (map.nr_pages(), map.primary_used(), map.secondary_lent())
+    };
+    let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
+    let snapshot = bindings::gcma_stats {
+        total_pages: total as u64,
+        primary_used_pages: used as u64,
+        secondary_lent_pages: lent as u64,
+        alloc_success: get(&area.alloc_success),
+        alloc_fail: get(&area.alloc_fail),
+        discarded_pages: get(&area.discarded),
+        released: get(&area.released),
+    };
+    // SAFETY: guaranteed by the caller.
+    unsafe { st.write(snapshot) };
 }

@@ -8,17 +8,30 @@
  * after the DMA CMA area is reserved), and a request that cannot be met is
  * dropped with a message: the kernel always boots, with the areas it could
  * reserve.  The allocator proper lives in Rust and starts at subsys_initcall.
+ *
+ * With CONFIG_CMA, each area is also registered as a CMA area of the same
+ * name and marked as GCMA's, so that cma_alloc() and cma_release() on it
+ * are served by GCMA (mm/cma.c dispatches on cma->gcma) and CMA never
+ * hands its pages to the buddy allocator.  "gcma.dma_cma=1" makes the
+ * first area the default DMA CMA area.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
 
+#include <linux/cma.h>
+#include <linux/dma-map-ops.h>
 #include <linux/gcma.h>
 #include <linux/init.h>
 #include <linux/kernel.h>
 #include <linux/memblock.h>
 #include <linux/mm.h>
+#include <linux/module.h>
 #include <linux/pgtable.h>
 #include <linux/sizes.h>
+
+#ifdef CONFIG_CMA
+#include "../cma.h"
+#endif
 
 struct gcma_request {
 	phys_addr_t size;
@@ -29,7 +42,7 @@ struct gcma_request {
 static struct gcma_request gcma_requests[GCMA_MAX_AREAS] __initdata;
 static unsigned int gcma_nr_requests __initdata;
 
-static struct gcma_reserved_area gcma_areas[GCMA_MAX_AREAS];
+static struct gcma_area gcma_areas[GCMA_MAX_AREAS];
 static unsigned int gcma_nr_areas;
 
 static int __init gcma_parse(char *arg)
@@ -72,6 +85,38 @@ static int __init gcma_parse(char *arg)
 }
 early_param("gcma", gcma_parse);
 
+static bool gcma_dma_cma __initdata;
+
+static int __init gcma_parse_dma_cma(char *arg)
+{
+	return kstrtobool(arg ?: "1", &gcma_dma_cma);
+}
+early_param("gcma.dma_cma", gcma_parse_dma_cma);
+
+/*
+ * Registers @area as a CMA area of the same name, served by GCMA.  An area
+ * CMA cannot take (not aligned to CMA_MIN_ALIGNMENT_BYTES, or no CMA slot
+ * left) stays usable through the GCMA interface only.
+ */
+static void __init gcma_register_cma(struct gcma_area *area)
+{
+#ifdef CONFIG_CMA
+	struct cma *cma;
+	int ret;
+
+	ret = cma_init_reserved_mem(area->base, area->size, 0, area->name, &cma);
+	if (ret) {
+		pr_warn("%s: not registered with CMA (%d); GCMA interface only\n",
+			area->name, ret);
+		return;
+	}
+	cma->gcma = area;
+	/* Should CMA fail to activate it, the pages must stay ours. */
+	cma_reserve_pages_on_error(cma);
+	area->cma = cma;
+#endif
+}
+
 /*
  * Areas are aligned to the PMD size when the caller lets us choose, so that
  * huge pages can be carved out of them.
@@ -81,13 +126,26 @@ static phys_addr_t __init gcma_align(phys_addr_t size)
 	return size >= PMD_SIZE ? PMD_SIZE : PAGE_SIZE;
 }
 
+/* "gcma.dma_cma=1": the first area replaces the default DMA CMA area. */
+static void __init gcma_set_dma_default(void)
+{
+#ifdef CONFIG_DMA_CMA
+	if (gcma_nr_areas && gcma_areas[0].cma) {
+		dma_contiguous_default_area = gcma_areas[0].cma;
+		pr_info("%s is the default DMA CMA area\n", gcma_areas[0].name);
+		return;
+	}
+#endif
+	pr_err("gcma.dma_cma: no area registered with CMA; default DMA area unchanged\n");
+}
+
 void __init gcma_reserve(void)
 {
 	unsigned int i;
 
 	for (i = 0; i < gcma_nr_requests; i++) {
 		struct gcma_request *req = &gcma_requests[i];
-		struct gcma_reserved_area *area;
+		struct gcma_area *area;
 		phys_addr_t base;
 
 		if (req->size > memblock_phys_mem_size()) {
@@ -127,7 +185,10 @@ void __init gcma_reserve(void)
 		gcma_nr_areas++;
 		pr_info("area %s reserved: %llu MiB at %pa\n", area->name,
 			(unsigned long long)(req->size >> 20), &area->base);
+		gcma_register_cma(area);
 	}
+	if (gcma_dma_cma)
+		gcma_set_dma_default();
 }
 
 unsigned int gcma_nr_reserved_areas(void)
@@ -135,10 +196,21 @@ unsigned int gcma_nr_reserved_areas(void)
 	return gcma_nr_areas;
 }
 
-const struct gcma_reserved_area *gcma_reserved_area(unsigned int idx)
+struct gcma_area *gcma_reserved_area(unsigned int idx)
 {
 	return idx < gcma_nr_areas ? &gcma_areas[idx] : NULL;
 }
+
+struct gcma_area *gcma_area_by_name(const char *name)
+{
+	unsigned int i;
+
+	for (i = 0; i < gcma_nr_areas; i++)
+		if (!strcmp(gcma_areas[i].name, name))
+			return &gcma_areas[i];
+	return NULL;
+}
+EXPORT_SYMBOL_GPL(gcma_area_by_name);
 
 static int __init gcma_init(void)
 {

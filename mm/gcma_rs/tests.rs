@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! KUnit suites of the GCMA crate.
+//! KUnit suites of the GCMA crate: the area map against a reference
+//! model, and the areas in service through the C entry points.
 
 use crate::area_map::{bitmap_words, summary_words, AreaMap};
 use kernel::{kunit_expect, kunit_expect_eq, prelude::*};
@@ -190,6 +191,10 @@ fn area_map_edges() -> Result {
     kunit_expect_eq!(map.release_primary(0, PAGES), Ok(()));
     // Releasing what is not allocated is refused and changes nothing.
     kunit_expect_eq!(map.alloc_primary(10, 0).map(|o| o.start), Ok(0));
+    kunit_expect!(map.is_primary_range(0, 10));
+    kunit_expect!(!map.is_primary_range(5, 10));
+    kunit_expect!(!map.is_primary_range(0, 0));
+    kunit_expect!(!map.is_primary_range(PAGES - 1, 2));
     kunit_expect_eq!(map.release_primary(5, 10), Err(EINVAL));
     kunit_expect_eq!(map.release_primary(PAGES - 1, 2), Err(EINVAL));
     kunit_expect_eq!(map.primary_used(), 10);
@@ -201,4 +206,205 @@ fn area_map_edges() -> Result {
 kernel::kunit_suite! {
     name: "gcma_area_map",
     cases: [area_map_matches_model, area_map_edges],
+}
+
+/// The areas in service, through the C entry points.
+mod registry {
+    use super::Rng;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    use kernel::{
+        bindings, delay, kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
+        prelude::*,
+        sync::{Arc, CondVar, Mutex},
+        workqueue,
+    };
+
+    /// The first area reserved at boot (the KUnit kernel boots with
+    /// `gcma=16M`), or `ENODEV`.
+    fn first_area() -> Result<*mut bindings::gcma_area> {
+        // SAFETY: FFI call; any index is allowed.
+        let area = unsafe { bindings::gcma_reserved_area(0) };
+        if area.is_null() {
+            kunit_expect!(false, "no GCMA area: boot with gcma=16M");
+            return Err(ENODEV);
+        }
+        Ok(area)
+    }
+
+    fn stats(area: *mut bindings::gcma_area) -> bindings::gcma_stats {
+        let mut st = bindings::gcma_stats::default();
+        // SAFETY: `area` comes from `gcma_reserved_area`; `st` is writable.
+        unsafe { bindings::gcma_stats(area, &mut st) };
+        st
+    }
+
+    fn alloc(area: *mut bindings::gcma_area, count: usize, align: u32) -> *mut bindings::page {
+        // SAFETY: `area` comes from `gcma_reserved_area`; no_warn is set as
+        // some calls are meant to fail.
+        unsafe { bindings::gcma_alloc(area, count as _, align, true) }
+    }
+
+    fn release(area: *mut bindings::gcma_area, page: *mut bindings::page, count: usize) -> bool {
+        // SAFETY: `area` comes from `gcma_reserved_area`; `gcma_release`
+        // checks that the range is allocated and refuses it otherwise.
+        unsafe { bindings::gcma_release(area, page, count as _) }
+    }
+
+    /// Page frame number of a page of the memory map.
+    fn pfn(page: *mut bindings::page) -> usize {
+        // SAFETY: vmemmap: `page` points into the memory map.
+        unsafe { bindings::page_to_pfn(page) as usize }
+    }
+
+    /// Allocations through the C entry points land in the area, aligned, and
+    /// are counted; releases give the pages back.
+    fn registry_alloc_release() -> Result {
+        let area = first_area()?;
+        let before = stats(area);
+        kunit_expect_eq!(before.total_pages, 16 << (20 - kernel::mm::PAGE_SHIFT));
+        // SAFETY: the descriptor is static and written only at boot.
+        let (base, size) = unsafe { ((*area).base as usize, (*area).size as usize) };
+        let base_pfn = base >> kernel::mm::PAGE_SHIFT;
+        let nr_pages = size >> kernel::mm::PAGE_SHIFT;
+
+        let a = alloc(area, 100, 0);
+        let b = alloc(area, 64, 6);
+        kunit_expect!(!a.is_null() && !b.is_null(), "allocations failed");
+        if a.is_null() || b.is_null() {
+            return Err(ENOMEM);
+        }
+        for (p, n) in [(a, 100), (b, 64)] {
+            kunit_expect!(pfn(p) >= base_pfn && pfn(p) + n <= base_pfn + nr_pages);
+        }
+        kunit_expect_eq!((pfn(b) - base_pfn) % 64, 0);
+        let mid = stats(area);
+        kunit_expect_eq!(mid.primary_used_pages, before.primary_used_pages + 164);
+        kunit_expect_eq!(mid.alloc_success, before.alloc_success + 2);
+        // A range may be released piecewise.
+        kunit_expect!(release(area, a, 50));
+        // SAFETY: `a` is the first of 100 contiguous pages of the memory map.
+        kunit_expect!(release(area, unsafe { a.add(50) }, 50));
+        kunit_expect!(release(area, b, 64));
+        let after = stats(area);
+        kunit_expect_eq!(after.primary_used_pages, before.primary_used_pages);
+        kunit_expect_eq!(after.released, before.released + 3);
+        Ok(())
+    }
+
+    /// Bad requests fail without effect: count 0, more than the area, a
+    /// double release, a release of pages never allocated.
+    fn registry_bad_requests() -> Result {
+        let area = first_area()?;
+        let before = stats(area);
+        let nr_pages = before.total_pages as usize;
+        kunit_expect!(alloc(area, 0, 0).is_null());
+        kunit_expect!(alloc(area, nr_pages + 1, 0).is_null());
+        kunit_expect!(alloc(area, 1, 200).is_null());
+        let st = stats(area);
+        kunit_expect_eq!(st.alloc_fail, before.alloc_fail + 1);
+        kunit_expect_eq!(st.primary_used_pages, before.primary_used_pages);
+
+        let p = alloc(area, 8, 0);
+        kunit_expect!(!p.is_null());
+        if p.is_null() {
+            return Err(ENOMEM);
+        }
+        kunit_expect!(release(area, p, 8));
+        // Refused with a one-time warning, nothing changed.
+        kunit_expect!(!release(area, p, 8));
+        kunit_expect!(!release(area, p, 0));
+        let q = alloc(area, 4, 0);
+        kunit_expect!(!q.is_null());
+        // Overlaps pages that are not allocated.
+        kunit_expect!(!release(area, q, 8));
+        kunit_expect!(release(area, q, 4));
+        kunit_expect_eq!(stats(area).primary_used_pages, before.primary_used_pages);
+        Ok(())
+    }
+
+    /// State shared by the workers of [`registry_concurrent`].
+    #[pin_data]
+    struct Shared {
+        area: usize,
+        failures: AtomicUsize,
+        #[pin]
+        done: Mutex<usize>,
+        #[pin]
+        done_cv: CondVar,
+    }
+
+    const WORKERS: usize = 3;
+    const ROUNDS: usize = 300;
+
+    /// One worker: allocates and releases ranges of 1 to 64 pages; records a
+    /// failure for any allocation or release refused (the area has room for
+    /// all workers at once) or for a range found overwritten.
+    fn worker(s: Arc<Shared>, seed: u64) {
+        let area = s.area as *mut bindings::gcma_area;
+        let mut rng = Rng(seed);
+        let mut failures = 0;
+        for _ in 0..ROUNDS {
+            let count = 1 + rng.below(64);
+            let p = alloc(area, count, rng.below(3) as u32);
+            if p.is_null() {
+                failures += 1;
+                continue;
+            }
+            if !release(area, p, count) {
+                failures += 1;
+            }
+            delay::cond_resched();
+        }
+        s.failures.fetch_add(failures, Ordering::Relaxed);
+        let mut done = s.done.lock();
+        *done += 1;
+        s.done_cv.notify_all();
+    }
+
+    /// Allocations and releases from workers on `system_unbound` and from the
+    /// test thread never fail nor leak.
+    fn registry_concurrent() -> Result {
+        let area = first_area()?;
+        let before = stats(area);
+        let s = Arc::pin_init(
+            pin_init!(Shared {
+                area: area as usize,
+                failures: AtomicUsize::new(0),
+                done <- new_mutex!(0),
+                done_cv <- new_condvar!(),
+            }),
+            GFP_KERNEL,
+        )?;
+        let mut started = 0;
+        for i in 0..WORKERS {
+            let w = s.clone();
+            if workqueue::system_unbound()
+                .try_spawn(GFP_KERNEL, move || worker(w, 0x5eed_0000 + i as u64))
+                .is_ok()
+            {
+                started += 1;
+            }
+        }
+        worker(s.clone(), 0x5eed_ffff);
+        {
+            let mut done = s.done.lock();
+            while *done < started + 1 {
+                s.done_cv.wait(&mut done);
+            }
+        }
+        kunit_expect_eq!(started, WORKERS);
+        kunit_expect_eq!(s.failures.load(Ordering::Relaxed), 0);
+        let after = stats(area);
+        kunit_expect_eq!(after.primary_used_pages, before.primary_used_pages);
+        kunit_expect_eq!(
+            after.alloc_success,
+            before.alloc_success + ((WORKERS + 1) * ROUNDS) as u64
+        );
+        Ok(())
+    }
+
+    kernel::kunit_suite! {
+        name: "gcma_registry",
+        cases: [registry_alloc_release, registry_bad_requests, registry_concurrent],
+    }
 }

@@ -101,6 +101,12 @@ impl NodeLocks {
         self.words.is_empty()
     }
 
+    /// Returns a pointer to `node`'s word, for the RTM transaction of
+    /// phase 1 (`htm.c`), which reads and writes it inside a transaction.
+    pub(crate) fn word_ptr(&self, node: NodeId) -> *mut usize {
+        self.word(node).as_ptr()
+    }
+
     /// Returns the address of `node`'s word, for layout checks.
     pub fn word_addr(&self, node: NodeId) -> usize {
         self.word(node) as *const AtomicUsize as usize

@@ -9,17 +9,461 @@
 //! touch, so updaters of one node settle their contention locally, and only
 //! the winners go on to take the items' global locks, revalidate and update.
 //!
-//! This crate root holds the pieces shared by the RCX list and hash table:
+//! This crate root holds the update protocol shared by the RCX list and hash
+//! table ([`Rcx`], [`Header`], `HeaderRef`); the modules are:
 //!
 //! - [`node_lock`]: the per-node lock words, sized at run time from
-//!   `nr_node_ids`.
+//!   `nr_node_ids`;
+//! - [`list`]: the RCX sorted list of `u64` keys;
+//! - [`hash`]: the RCX hash table, whose buckets are RCX lists;
+//! - [`baseline`]: RCU list and hash table with spinlocked updaters, the
+//!   baselines of the benchmark.
+//!
+//! Phase 1 runs in an Intel RTM transaction where the CPU has RTM
+//! ([`Mode::Auto`]), as an ordered atomic acquisition otherwise
+//! ([`Mode::Fallback`]), or in a software emulation of the transaction with
+//! the same commit and abort outcomes ([`Mode::Emulated`]), so that the
+//! transactional path and its abort handling run on any machine.
+//!
+//! See `Documentation/mm/rcx.rst`.
 
 #![cfg_attr(not(CONFIG_RCX_KUNIT_TEST), allow(dead_code))]
 
+use core::{
+    ffi::c_uint,
+    sync::atomic::{AtomicU64, Ordering},
+};
+use kernel::{
+    bindings,
+    mm::numa::{self, NodeId},
+    prelude::*,
+    processor::{cpu_relax, current_cpu_hint},
+    types::Opaque,
+};
+
+use node_lock::{CacheAligned, NodeLocks};
+
+pub mod baseline;
+pub mod hash;
+pub mod list;
 pub mod node_lock;
 
 #[cfg(CONFIG_RCX_KUNIT_TEST)]
 mod tests;
 
+#[cfg(CONFIG_SAMPLE_RUST_RCX_BENCH)]
+#[path = "../../samples/rust/rust_rcx_bench.rs"]
+mod bench;
+
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"rcx\0";
+
+/// The C glue in `lock.c` and `htm.c` (declared in `rcx_glue.h`).
+mod ffi {
+    use core::ffi::c_uint;
+    use kernel::bindings;
+
+    extern "C" {
+        pub(crate) fn rcx_lock_init(lock: *mut bindings::spinlock_t);
+        pub(crate) fn rcx_lock(lock: *mut bindings::spinlock_t, subclass: c_uint);
+        pub(crate) fn rcx_unlock(lock: *mut bindings::spinlock_t);
+        pub(crate) fn rcx_preempt_disable();
+        pub(crate) fn rcx_preempt_enable();
+        pub(crate) fn rcx_htm_available() -> bool;
+        pub(crate) fn rcx_htm_lock_words(
+            words: *const *mut usize,
+            n: c_uint,
+            token: usize,
+        ) -> c_uint;
+    }
+}
+
+/// Status `rcx_htm_lock_words` returns when its transaction committed.
+const HTM_COMMITTED: u32 = !0;
+/// RTM abort status bits (Intel SDM, "RTM abort status definition").
+const HTM_EXPLICIT: u32 = 1 << 0;
+const HTM_CONFLICT: u32 = 1 << 2;
+
+/// The most items one update may touch (a list removal touches three).
+pub const MAX_ITEMS: usize = 3;
+
+/// Returns whether the CPU has Intel RTM, i.e. whether [`Mode::Auto`] uses
+/// hardware transactions.
+pub fn htm_available() -> bool {
+    // SAFETY: reads a boot CPU feature bit; no precondition.
+    unsafe { ffi::rcx_htm_available() }
+}
+
+/// A global spinlock of an item (a `spinlock_t`).
+///
+/// # Invariants
+///
+/// The lock has been initialised by [`GlobalLock::init`] at its current
+/// address before any call to [`GlobalLock::lock`] (the owners of a
+/// `GlobalLock` never hand out a reference before that), and never moves
+/// afterwards.
+pub(crate) struct GlobalLock(Opaque<bindings::spinlock_t>);
+
+impl GlobalLock {
+    /// An uninitialised lock, to be placed at its final address.
+    pub(crate) const fn uninit() -> Self {
+        Self(Opaque::uninit())
+    }
+
+    /// Initialises the lock.
+    ///
+    /// # Safety
+    ///
+    /// Called once, at the lock's final address, before any other use.
+    pub(crate) unsafe fn init(&self) {
+        // SAFETY: the pointer is valid; by the caller's guarantee nobody
+        // uses the lock yet.
+        unsafe { ffi::rcx_lock_init(self.0.get()) }
+    }
+
+    /// Takes the lock; `subclass` is its rank among the locks the caller
+    /// holds together (lockdep), below 8.
+    pub(crate) fn lock(&self, subclass: u32) {
+        // SAFETY: by the type invariants the lock is initialised.
+        unsafe { ffi::rcx_lock(self.0.get(), subclass as c_uint) }
+    }
+
+    /// Releases the lock, which the caller took with [`GlobalLock::lock`].
+    pub(crate) fn unlock(&self) {
+        // SAFETY: by the type invariants the lock is initialised, and the
+        // caller holds it.
+        unsafe { ffi::rcx_unlock(self.0.get()) }
+    }
+}
+
+/// The synchronisation state of an RCX item on its own: one lock word per
+/// node (each on its own cache line) and the global lock (on its own
+/// line).  List items embed the same two fields directly, next to their
+/// key, so as to stay small; this type serves other items and the tests.
+pub struct Header {
+    locks: NodeLocks,
+    global: CacheAligned<GlobalLock>,
+}
+
+impl Header {
+    /// Returns a header whose global lock still needs [`Header::init`].
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Self> {
+        Ok(Self {
+            locks: NodeLocks::new(flags)?,
+            global: CacheAligned(GlobalLock::uninit()),
+        })
+    }
+
+    /// Initialises the global lock.
+    ///
+    /// # Safety
+    ///
+    /// Called once, at the header's final address, before any update
+    /// names the item.
+    pub(crate) unsafe fn init(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.global.0.init() }
+    }
+
+    /// Returns the view [`Rcx::attempt`] takes.
+    pub(crate) fn as_ref(&self) -> HeaderRef<'_> {
+        HeaderRef {
+            locks: &self.locks,
+            global: &self.global.0,
+        }
+    }
+
+    /// Returns the per-node lock words, for layout checks and tests.
+    pub fn node_locks(&self) -> &NodeLocks {
+        &self.locks
+    }
+
+    /// Returns the address of the global lock, for layout checks.
+    pub fn global_addr(&self) -> usize {
+        &self.global as *const _ as usize
+    }
+}
+
+/// The synchronisation state of an item as an update sees it: its node
+/// words and its global lock, wherever the item keeps them (a list item
+/// keeps its words' pointer on the line of its key, to stay small).
+#[derive(Clone, Copy)]
+pub(crate) struct HeaderRef<'a> {
+    pub(crate) locks: &'a NodeLocks,
+    pub(crate) global: &'a GlobalLock,
+}
+
+/// How phase 1 of an update wins the node words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// An RTM transaction where the CPU has RTM, [`Mode::Fallback`] otherwise.
+    Auto,
+    /// Ordered atomic acquisition of the words, in address order.
+    Fallback,
+    /// A software emulation of the transaction: aborts when a word is
+    /// taken, and besides once in `abort_one_in` attempts at random
+    /// (never if 0), counted as a capacity/other abort.
+    Emulated {
+        /// Inverse probability of an injected abort; 0 for none.
+        abort_one_in: u32,
+    },
+}
+
+/// How phase 1 actually runs, [`Mode`] resolved against the CPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Path {
+    Htm,
+    Fallback,
+    Emulated(u32),
+}
+
+/// Counters of an RCX structure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Phase-1 transactions aborted by a conflicting access.
+    pub aborts_conflict: u64,
+    /// Phase-1 transactions aborted for capacity or any other reason
+    /// (including injected aborts of the emulation).
+    pub aborts_other: u64,
+    /// Phase-1 transactions that aborted themselves on a taken word.
+    pub aborts_explicit: u64,
+    /// Updates that won their locks but failed revalidation and retried.
+    pub revalidations: u64,
+}
+
+impl Stats {
+    /// Returns all phase-1 aborts.
+    pub fn aborts(&self) -> u64 {
+        self.aborts_conflict + self.aborts_other + self.aborts_explicit
+    }
+}
+
+/// The outcome of one update attempt.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// Phase 2 ran the update and it reported success.
+    Done,
+    /// Phase 1 aborted or revalidation failed: look the items up again.
+    Retry,
+}
+
+/// The update side of an RCX structure: the phase-1 path and the counters.
+pub struct Rcx {
+    path: Path,
+    conflict: AtomicU64,
+    other: AtomicU64,
+    explicit: AtomicU64,
+    revalidations: AtomicU64,
+    /// State of the abort injection of the emulation.
+    rng: AtomicU64,
+}
+
+/// Disables preemption while it lives.
+struct NoPreempt;
+
+impl NoPreempt {
+    fn new() -> Self {
+        // SAFETY: paired with `rcx_preempt_enable` in `drop`.
+        unsafe { ffi::rcx_preempt_disable() };
+        NoPreempt
+    }
+}
+
+impl Drop for NoPreempt {
+    fn drop(&mut self) {
+        // SAFETY: `new` disabled preemption.
+        unsafe { ffi::rcx_preempt_enable() };
+    }
+}
+
+impl Rcx {
+    /// Returns the update side for `mode`, without counts.
+    pub fn new(mode: Mode) -> Self {
+        let path = match mode {
+            Mode::Auto if htm_available() => Path::Htm,
+            Mode::Auto | Mode::Fallback => Path::Fallback,
+            Mode::Emulated { abort_one_in } => Path::Emulated(abort_one_in),
+        };
+        Self {
+            path,
+            conflict: AtomicU64::new(0),
+            other: AtomicU64::new(0),
+            explicit: AtomicU64::new(0),
+            revalidations: AtomicU64::new(0),
+            rng: AtomicU64::new(0x2545_f491_4f6c_dd1d),
+        }
+    }
+
+    /// Returns the name of the phase-1 path: `htm`, `fallback` or `emulated`.
+    pub fn path_name(&self) -> &'static str {
+        match self.path {
+            Path::Htm => "htm",
+            Path::Fallback => "fallback",
+            Path::Emulated(_) => "emulated",
+        }
+    }
+
+    /// Returns the counters.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            aborts_conflict: self.conflict.load(Ordering::Relaxed),
+            aborts_other: self.other.load(Ordering::Relaxed),
+            aborts_explicit: self.explicit.load(Ordering::Relaxed),
+            revalidations: self.revalidations.load(Ordering::Relaxed),
+        }
+    }
+
+    fn count(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the emulation injects an abort into this attempt.
+    fn inject(&self, one_in: u32) -> bool {
+        if one_in == 0 {
+            return false;
+        }
+        // splitmix64 over a shared counter: cheap and good enough to pick
+        // attempts at random.
+        let mut z = self
+            .rng
+            .fetch_add(0x9e37_79b9_7f4a_7c15, Ordering::Relaxed)
+            .wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        z % one_in as u64 == 0
+    }
+
+    /// Phase 1: wins `node`'s word on every header for `token`, or takes
+    /// none of them and returns `false` (an abort, counted by cause).
+    fn phase1(&self, hdrs: &[HeaderRef<'_>], node: NodeId, token: usize) -> bool {
+        match self.path {
+            Path::Fallback => {
+                // Address order (the caller sorted `hdrs`): a waiter holds
+                // only words below the one it waits for, so no cycle.
+                for h in hdrs {
+                    while h.locks.try_lock(node, token).is_err() {
+                        cpu_relax();
+                    }
+                }
+                true
+            }
+            Path::Htm => {
+                // Listing 3.5, line 14: wait until the words look free, so
+                // that the transaction is not doomed from the start.
+                for h in hdrs {
+                    while h.locks.holder(node).is_some() {
+                        cpu_relax();
+                    }
+                }
+                let mut words = [core::ptr::null_mut::<usize>(); MAX_ITEMS];
+                for (w, h) in words.iter_mut().zip(hdrs) {
+                    *w = h.locks.word_ptr(node);
+                }
+                // SAFETY: `path` is `Htm` only if the CPU has RTM; the
+                // first `hdrs.len()` pointers are valid words that live as
+                // long as the headers the caller borrows.
+                let status =
+                    unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), hdrs.len() as c_uint, token) };
+                if status == HTM_COMMITTED {
+                    return true;
+                }
+                if status & HTM_EXPLICIT != 0 {
+                    Self::count(&self.explicit);
+                } else if status & HTM_CONFLICT != 0 {
+                    Self::count(&self.conflict);
+                } else {
+                    Self::count(&self.other);
+                }
+                false
+            }
+            Path::Emulated(one_in) => {
+                for h in hdrs {
+                    while h.locks.holder(node).is_some() {
+                        cpu_relax();
+                    }
+                }
+                self.emulated_txn(hdrs, node, token, one_in)
+            }
+        }
+    }
+
+    /// The emulated transaction of phase 1: takes `node`'s word on every
+    /// header for `token`, or none of them and returns `false` (an abort,
+    /// counted by cause), as an RTM transaction would.
+    pub(crate) fn emulated_txn(
+        &self,
+        hdrs: &[HeaderRef<'_>],
+        node: NodeId,
+        token: usize,
+        one_in: u32,
+    ) -> bool {
+        // What a real transaction could suffer at any point: capacity,
+        // interrupt, page fault...
+        if self.inject(one_in) {
+            Self::count(&self.other);
+            return false;
+        }
+        // The transaction body: a taken word aborts explicitly.
+        if hdrs.iter().any(|h| h.locks.holder(node).is_some()) {
+            Self::count(&self.explicit);
+            return false;
+        }
+        // The writes: a concurrent "transaction" that got a word first
+        // conflicts with this one, which then takes nothing.
+        for (i, h) in hdrs.iter().enumerate() {
+            if h.locks.try_lock(node, token).is_err() {
+                for g in &hdrs[..i] {
+                    let _ = g.locks.unlock(node, token);
+                }
+                Self::count(&self.conflict);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Runs one update attempt on the items of `hdrs` (distinct, at most
+    /// [`MAX_ITEMS`]): phase 1, then the global locks in address order,
+    /// then `update`, which revalidates and, if that succeeds, updates and
+    /// returns `true`.  All locks are released before returning.
+    ///
+    /// The caller must be in an RCU read-side critical section that keeps
+    /// the items alive, and `update` must not sleep.
+    pub(crate) fn attempt(
+        &self,
+        hdrs: &mut [HeaderRef<'_>],
+        update: impl FnOnce() -> bool,
+    ) -> Attempt {
+        hdrs.sort_unstable_by_key(|h| h.global as *const GlobalLock as usize);
+        // The node and the token stay valid for the whole attempt: the task
+        // cannot migrate, and no other updater runs on this CPU.
+        let _np = NoPreempt::new();
+        let node = numa::current_node();
+        let token = current_cpu_hint() as usize + 1;
+        if !self.phase1(hdrs, node, token) {
+            return Attempt::Retry;
+        }
+        for (rank, h) in hdrs.iter().enumerate() {
+            h.global.lock(rank as u32);
+        }
+        let done = update();
+        for h in hdrs.iter().rev() {
+            h.global.unlock();
+        }
+        for h in hdrs.iter() {
+            let _ = h.locks.unlock(node, token);
+        }
+        if done {
+            Attempt::Done
+        } else {
+            Self::count(&self.revalidations);
+            Attempt::Retry
+        }
+    }
+}
+
+/// Lets other tasks run between retries of an update.
+pub(crate) fn backoff() {
+    cpu_relax();
+}

@@ -2,12 +2,36 @@
 
 //! KUnit suites of the RCX crate.
 
-use crate::node_lock::{NodeLocks, CACHE_LINE};
+use crate::{
+    hash::RcxHash,
+    list::{Item, RcxList, KEY_LIMIT},
+    node_lock::{NodeLocks, CACHE_LINE},
+    Header, Mode, Rcx, Stats,
+};
+use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
-    kunit_expect, kunit_expect_eq,
+    delay, kunit_expect, kunit_expect_eq,
     mm::numa::{self, NodeId},
     prelude::*,
+    sync::{rcu, Arc},
+    workqueue,
 };
+
+/// xorshift64*: the tests' deterministic random numbers.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
 
 /// Every node has a word, and every word owns a whole cache line.
 fn node_lock_layout() -> Result {
@@ -55,4 +79,410 @@ fn node_lock_exclusion() -> Result {
 kernel::kunit_suite! {
     name: "rcx_node_lock",
     cases: [node_lock_layout, node_lock_exclusion],
+}
+
+/// An item's key and link share no cache line with its global lock, the
+/// lock is alone on its line, and the item itself is cache-aligned.
+fn item_layout() -> Result {
+    let list: RcxList = RcxList::new(Mode::Fallback)?;
+    list.insert(7, None)?;
+    list.with_first(|item: &Item<()>| {
+        let base = item as *const Item<()> as usize;
+        kunit_expect_eq!(item.key(), 7);
+        kunit_expect_eq!(base % CACHE_LINE, 0);
+        kunit_expect_eq!(core::mem::size_of::<Item<()>>(), 2 * CACHE_LINE);
+        let g = item.global_addr();
+        kunit_expect_eq!(g % CACHE_LINE, 0);
+        kunit_expect!(g - base >= CACHE_LINE, "global lock on the key's line");
+        let locks = item.node_locks();
+        kunit_expect_eq!(locks.len(), numa::nr_node_ids());
+        for node in NodeId::all() {
+            let w = locks.word_addr(node);
+            kunit_expect_eq!(w % CACHE_LINE, 0);
+            kunit_expect!(
+                w + CACHE_LINE <= g || w >= g + CACHE_LINE,
+                "word {:#x} on the global lock's line",
+                w
+            );
+        }
+    });
+    Ok(())
+}
+
+/// The emulated transaction takes all words or none: a taken word makes
+/// it abort explicitly and leaves the other words free; injected aborts
+/// are counted as capacity/other.
+fn emulated_txn_outcomes() -> Result {
+    let rcx = Rcx::new(Mode::Emulated { abort_one_in: 0 });
+    let a = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+    let b = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+    // SAFETY: the headers are at their final addresses, in their boxes,
+    // and not used yet.
+    unsafe {
+        a.init();
+        b.init();
+    }
+    let node = numa::current_node();
+    kunit_expect_eq!(b.node_locks().try_lock(node, 99), Ok(()));
+    kunit_expect!(!rcx.emulated_txn(&[a.as_ref(), b.as_ref()], node, 1, 0));
+    kunit_expect_eq!(a.node_locks().holder(node), None);
+    kunit_expect_eq!(b.node_locks().holder(node), Some(99));
+    kunit_expect_eq!(b.node_locks().unlock(node, 99), Ok(()));
+    kunit_expect!(rcx.emulated_txn(&[a.as_ref(), b.as_ref()], node, 1, 0));
+    kunit_expect_eq!(a.node_locks().holder(node), Some(1));
+    kunit_expect_eq!(b.node_locks().holder(node), Some(1));
+    kunit_expect_eq!(a.node_locks().unlock(node, 1), Ok(()));
+    kunit_expect_eq!(b.node_locks().unlock(node, 1), Ok(()));
+    // One in one: every attempt aborts.
+    kunit_expect!(!rcx.emulated_txn(&[a.as_ref()], node, 1, 1));
+    kunit_expect_eq!(a.node_locks().holder(node), None);
+    let st = rcx.stats();
+    kunit_expect_eq!(
+        (st.aborts_explicit, st.aborts_other, st.aborts_conflict),
+        (1, 1, 0)
+    );
+    Ok(())
+}
+
+/// Keys of the model tests: few, so that inserts and removes collide.
+const MODEL_KEYS: u64 = 96;
+/// Operations of one model test.
+const MODEL_OPS: usize = 3000;
+
+/// The operations a model test needs from a structure.
+trait Set {
+    fn ins(&self, k: u64) -> Result<bool>;
+    fn rem(&self, k: u64) -> bool;
+    fn has(&self, k: u64) -> bool;
+    fn val(&self, k: u64) -> Option<u64>;
+    fn check(&self) -> Result<usize>;
+    fn stats(&self) -> Stats;
+}
+
+impl Set for RcxList<u64> {
+    fn ins(&self, k: u64) -> Result<bool> {
+        self.insert(k, Some(k.wrapping_mul(3)))
+    }
+    fn rem(&self, k: u64) -> bool {
+        self.remove(k)
+    }
+    fn has(&self, k: u64) -> bool {
+        self.contains(k)
+    }
+    fn val(&self, k: u64) -> Option<u64> {
+        self.with_value(k, |v| v.copied()).flatten()
+    }
+    fn check(&self) -> Result<usize> {
+        RcxList::check(self)
+    }
+    fn stats(&self) -> Stats {
+        RcxList::stats(self)
+    }
+}
+
+impl Set for RcxHash<u64> {
+    fn ins(&self, k: u64) -> Result<bool> {
+        self.insert(k, Some(k.wrapping_mul(3)))
+    }
+    fn rem(&self, k: u64) -> bool {
+        self.remove(k)
+    }
+    fn has(&self, k: u64) -> bool {
+        self.contains(k)
+    }
+    fn val(&self, k: u64) -> Option<u64> {
+        self.with_value(k, |v| v.copied()).flatten()
+    }
+    fn check(&self) -> Result<usize> {
+        RcxHash::check(self)
+    }
+    fn stats(&self) -> Stats {
+        RcxHash::stats(self)
+    }
+}
+
+/// Random inserts, removes and lookups agree with a model (a bitmap), and
+/// the structure stays sorted and duplicate-free throughout.
+fn against_model(s: &impl Set, seed: u64) -> Result {
+    let mut model = KVec::from_elem(false, MODEL_KEYS as usize, GFP_KERNEL)?;
+    let mut rng = Rng(seed);
+    let mut errors = 0;
+    for i in 0..MODEL_OPS {
+        let k = rng.below(MODEL_KEYS);
+        let present = &mut model[k as usize];
+        let ok = match rng.below(3) {
+            0 => {
+                let r = s.ins(k)? != *present;
+                *present = true;
+                r
+            }
+            1 => {
+                let r = s.rem(k) == *present;
+                *present = false;
+                r
+            }
+            _ => s.has(k) == *present && s.val(k) == present.then_some(k * 3),
+        };
+        if !ok {
+            errors += 1;
+        }
+        if i % 256 == 0 {
+            let n = model.iter().filter(|p| **p).count();
+            kunit_expect_eq!(s.check(), Ok(n));
+        }
+    }
+    kunit_expect_eq!(errors, 0);
+    let n = model.iter().filter(|p| **p).count();
+    kunit_expect_eq!(s.check(), Ok(n));
+    for k in 0..MODEL_KEYS {
+        kunit_expect_eq!(s.has(k), model[k as usize]);
+    }
+    kunit_expect_eq!(s.ins(KEY_LIMIT), Err(EINVAL));
+    kunit_expect!(!s.rem(KEY_LIMIT));
+    kunit_expect!(!s.has(KEY_LIMIT));
+    Ok(())
+}
+
+/// Injected aborts of the emulation: one in three attempts.
+const INJECT: Mode = Mode::Emulated { abort_one_in: 3 };
+
+fn list_model_fallback() -> Result {
+    let l = RcxList::new(Mode::Fallback)?;
+    kunit_expect_eq!(l.path_name(), "fallback");
+    against_model(&l, 0x1111)?;
+    kunit_expect_eq!(l.stats().aborts(), 0);
+    Ok(())
+}
+
+fn list_model_emulated() -> Result {
+    let l = RcxList::new(INJECT)?;
+    kunit_expect_eq!(l.path_name(), "emulated");
+    against_model(&l, 0x2222)?;
+    let st = l.stats();
+    // Alone, the emulation aborts only when told to.
+    kunit_expect!(st.aborts_other > 0, "no injected abort");
+    kunit_expect_eq!(st.aborts_conflict + st.aborts_explicit, 0);
+    Ok(())
+}
+
+fn list_model_auto() -> Result {
+    let l = RcxList::new(Mode::Auto)?;
+    let want = if crate::htm_available() {
+        "htm"
+    } else {
+        "fallback"
+    };
+    kunit_expect_eq!(l.path_name(), want);
+    against_model(&l, 0x3333)
+}
+
+fn hash_model_fallback() -> Result {
+    let h = RcxHash::new(Mode::Fallback, 8)?;
+    kunit_expect_eq!(h.buckets(), 8);
+    against_model(&h, 0x4444)?;
+    kunit_expect_eq!(h.stats().aborts(), 0);
+    Ok(())
+}
+
+fn hash_model_emulated() -> Result {
+    let h = RcxHash::new(INJECT, 5)?;
+    against_model(&h, 0x5555)?;
+    kunit_expect!(h.stats().aborts_other > 0, "no injected abort");
+    kunit_expect!(RcxHash::<u64>::new(Mode::Fallback, 0).is_err());
+    Ok(())
+}
+
+/// Removed items are freed after a grace period (KASAN reports a leak
+/// or a use after free otherwise); dropping a list frees the rest.
+fn removal_frees_after_gp() -> Result {
+    let l: RcxList<KVec<u8>> = RcxList::new(Mode::Fallback)?;
+    for k in 0..64 {
+        l.insert(k, Some(KVec::from_elem(k as u8, 100, GFP_KERNEL)?))?;
+    }
+    let guard = rcu::read_lock();
+    let seen = l.with_value(5, |v| v.map(|v| v[0]));
+    drop(guard);
+    kunit_expect_eq!(seen, Some(Some(5)));
+    for k in (0..64).step_by(2) {
+        kunit_expect!(l.remove(k));
+    }
+    kunit_expect_eq!(l.check(), Ok(32));
+    let mut keys = KVec::new();
+    l.for_each_key(|k| {
+        let _ = keys.push(k, GFP_ATOMIC);
+    });
+    kunit_expect_eq!(keys.len(), 32);
+    kunit_expect!(keys.iter().enumerate().all(|(i, k)| *k == 2 * i as u64 + 1));
+    drop(l);
+    rcu::barrier();
+    Ok(())
+}
+
+/// The suite of the list and hash table (one suite per module).
+mod list_suite {
+    use super::*;
+
+    kernel::kunit_suite! {
+        name: "rcx_list",
+        cases: [
+            item_layout,
+            emulated_txn_outcomes,
+            list_model_fallback,
+            list_model_emulated,
+            list_model_auto,
+            hash_model_fallback,
+            hash_model_emulated,
+            removal_frees_after_gp,
+        ],
+    }
+}
+
+/// Workers of a stress case.
+const STRESS_WORKERS: usize = 4;
+/// Operations of each worker.
+const STRESS_OPS: usize = 20000;
+/// Keys of the stress cases: few, so that updates contend.
+const STRESS_KEYS: u64 = 48;
+
+/// A structure under stress, with what its workers did to each key.
+struct Stress<S> {
+    s: S,
+    /// Successful inserts minus successful removes, per key.
+    net: KVec<AtomicIsize>,
+    errors: AtomicUsize,
+    done: AtomicUsize,
+}
+
+fn stress_worker<S: Set>(st: Arc<Stress<S>>, seed: u64) {
+    let mut rng = Rng(seed);
+    for i in 0..STRESS_OPS {
+        let k = rng.below(STRESS_KEYS);
+        match rng.below(4) {
+            0 => match st.s.ins(k) {
+                Ok(true) => {
+                    st.net[k as usize].fetch_add(1, Ordering::Relaxed);
+                }
+                Ok(false) => {}
+                Err(_) => {
+                    st.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            },
+            1 => {
+                if st.s.rem(k) {
+                    st.net[k as usize].fetch_sub(1, Ordering::Relaxed);
+                }
+            }
+            _ => {
+                // A value, if found, is always the one inserted with it.
+                if st.s.has(k) && st.s.val(k).is_some_and(|v| v != k * 3) {
+                    st.errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if i % 64 == 0 {
+            delay::cond_resched();
+        }
+    }
+    st.done.fetch_add(1, Ordering::Release);
+}
+
+/// Runs the workers on the unbound workqueue, waits for them, then checks
+/// the structure: sorted, no duplicates, and exactly the keys that the
+/// successful operations leave present.
+fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
+    let mut net = KVec::with_capacity(STRESS_KEYS as usize, GFP_KERNEL)?;
+    for k in 0..STRESS_KEYS {
+        // Start half full.
+        let present = k % 2 == 0;
+        if present {
+            s.ins(k)?;
+        }
+        net.push(AtomicIsize::new(present as isize), GFP_KERNEL)?;
+    }
+    let st = Arc::new(
+        Stress {
+            s,
+            net,
+            errors: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    let mut workers = 0;
+    for i in 0..STRESS_WORKERS {
+        let w = st.clone();
+        let seed = 0x5eed_0000 + i as u64;
+        if workqueue::system_unbound()
+            .try_spawn(GFP_KERNEL, move || stress_worker(w, seed))
+            .is_ok()
+        {
+            workers += 1;
+        }
+    }
+    while st.done.load(Ordering::Acquire) < workers {
+        delay::msleep(10);
+    }
+    kunit_expect_eq!(workers, STRESS_WORKERS);
+    kunit_expect_eq!(st.errors.load(Ordering::Relaxed), 0);
+    let mut present = 0;
+    let mut bad = 0;
+    for k in 0..STRESS_KEYS {
+        let n = st.net[k as usize].load(Ordering::Relaxed);
+        if (n != 0 && n != 1) || st.s.has(k) != (n == 1) {
+            bad += 1;
+        }
+        present += (n == 1) as usize;
+    }
+    kunit_expect_eq!(bad, 0);
+    kunit_expect_eq!(st.s.check(), Ok(present));
+    let c = st.s.stats();
+    pr_info!(
+        concat!(
+            "stress {}: {} workers x {} ops on {} cpus; ",
+            "aborts: {} conflict, {} other, {} explicit; {} revalidations\n"
+        ),
+        name,
+        workers,
+        STRESS_OPS,
+        kernel::processor::nr_cpu_ids(),
+        c.aborts_conflict,
+        c.aborts_other,
+        c.aborts_explicit,
+        c.revalidations
+    );
+    rcu::barrier();
+    Ok(())
+}
+
+fn stress_list_fallback() -> Result {
+    stress(RcxList::<u64>::new(Mode::Fallback)?, "list/fallback")
+}
+
+fn stress_list_emulated() -> Result {
+    let l = RcxList::<u64>::new(Mode::Emulated { abort_one_in: 16 })?;
+    stress(l, "list/emulated")
+}
+
+fn stress_hash_fallback() -> Result {
+    stress(RcxHash::<u64>::new(Mode::Fallback, 4)?, "hash/fallback")
+}
+
+fn stress_hash_emulated() -> Result {
+    let h = RcxHash::<u64>::new(Mode::Emulated { abort_one_in: 16 }, 4)?;
+    stress(h, "hash/emulated")
+}
+
+/// The concurrent suite, run separately with more CPUs.
+mod stress_suite {
+    use super::*;
+
+    kernel::kunit_suite! {
+        name: "rcx_stress",
+        cases: [
+            #[slow] stress_list_fallback,
+            #[slow] stress_list_emulated,
+            #[slow] stress_hash_fallback,
+            #[slow] stress_hash_emulated,
+        ],
+    }
 }

@@ -13,9 +13,18 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 perf="${RSMM_PERF_OUT:-$RSMM_BUILD/perf}"
 logs="$RSMM_BUILD/demo-logs"
 rc=0
-python3 "$repo/tools/scenarios/run.py" --kernel "$perf/arch/x86/boot/bzImage" \
+kernel="$perf/arch/x86/boot/bzImage"
+python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" \
 	--scenario demo --smp 4 --numa 2 --log-dir "$logs" || rc=$?
+# GCMA against CMA under memory pressure: a boot of its own (two 128 MiB
+# areas, memhog filling memory); RSMM_DEMO_GCMA_REPS=N shortens it.
+python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" --scenario gcma_bench \
+	--append "gcma_bench.reps=${RSMM_DEMO_GCMA_REPS:-30}" --log-dir "$logs" || rc=$?
 echo
 echo "=== subsystem report"
 grep -a '^REPORT ' "$logs/demo.log" | sed 's/^REPORT //' || true
+echo
+echo "GCMA against CMA, allocate+release latency under memory pressure (gcma_bench):"
+grep -a 'gcma: bench: ' "$logs/gcma_bench.log" | grep -av '^ *CHECK' |
+	sed -E -e 's/^.*gcma: bench: /  /' | awk '!seen[$0]++' || true
 exit $rc

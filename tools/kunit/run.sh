@@ -13,7 +13,9 @@
 # The kernel tree (build/linux) is resynced from the repository first, so an
 # edit is picked up and only what it affects is rebuilt.  Output goes to
 # build/kunit; the parsed results end with kunit.py's summary, and a plain
-# "N passed, N failed" line is printed last.
+# "N passed, N failed" line is printed last.  A run without FILTER_GLOB and
+# with fewer than 4 CPUs adds a pass of rcx_stress* with 4 vCPUs (two per
+# node), and the last line sums both passes.
 
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
 	--smp) smp=$2; shift 2 ;;
 	--build-only) build_only=1; shift ;;
 	--build-dir) out=$(realpath -m "$2"); shift 2 ;;
-	-h|--help) sed -n '4,17p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,19p' "$0"; exit 0 ;;
 	-*) echo "kunit: unknown option $1" >&2; exit 2 ;;
 	*) args+=("$1"); shift ;;
 	esac
@@ -45,10 +47,13 @@ python3 "$repo/tools/build/tree.py" prepare
 # its own socket: CPUs of one socket share a last-level cache, and the
 # scheduler warns when such CPUs sit on different nodes.
 case "$smp" in *[13579]) echo "kunit: --smp must be even (two nodes)" >&2; exit 2 ;; esac
-half=$((smp / 2))
-qemu_args="-smp $smp,sockets=2,cores=$half,threads=1 -m 2048"
-qemu_args+=" -object memory-backend-ram,id=m0,size=1024M -numa node,nodeid=0,cpus=0-$((half - 1)),memdev=m0"
-qemu_args+=" -object memory-backend-ram,id=m1,size=1024M -numa node,nodeid=1,cpus=$half-$((smp - 1)),memdev=m1"
+qemu_for() {
+	local n=$1 half=$(($1 / 2))
+	echo "-smp $n,sockets=2,cores=$half,threads=1 -m 2048" \
+		"-object memory-backend-ram,id=m0,size=1024M -numa node,nodeid=0,cpus=0-$((half - 1)),memdev=m0" \
+		"-object memory-backend-ram,id=m1,size=1024M -numa node,nodeid=1,cpus=$half-$((n - 1)),memdev=m1"
+}
+qemu_args=$(qemu_for "$smp")
 
 cd "$RSMM_KSRC"
 mkdir -p "$out"
@@ -59,6 +64,20 @@ for o in "${RSMM_MAKE_OPTS[@]}"; do common+=(--make_options "$o"); done
 if [ $build_only = 1 ]; then
 	exec "${kunit[@]}" build "${common[@]}"
 fi
+
+# KUnit judges test cases only; a WARN, lockdep or KASAN report, or an RCU
+# stall, elsewhere in the boot fails the run too.
+splat_re='WARNING:|BUG:|Oops|Kernel panic|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|INFO: lockdep|KASAN|rcu_sched detected stall|rcu: INFO:|RCU stall|UBSAN'
+check_splats() {
+	local f=$1 hits
+	[ -f "$f" ] || return 0
+	hits=$(grep -aE "$splat_re" "$f" | grep -avE 'Command line:|command line:|KernelAddressSanitizer initialized|RCU lockdep checking is enabled' | head -n 5)
+	if [ -n "$hits" ]; then
+		echo "kunit: kernel splat in $f:" >&2
+		echo "$hits" | sed 's/^/  /' >&2
+		return 1
+	fi
+}
 
 log="$out/kunit-run.log"
 set +e
@@ -78,6 +97,30 @@ if [ -z "$summary" ]; then
 fi
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
 	failed=1
+fi
+check_splats "$out/test.log" || failed=$((failed + 1))
+
+# Second pass of a full run: the RCX stress suite again with four vCPUs,
+# two per node, so that updaters of one node contend for its lock words.
+if [ ${#args[@]} -eq 0 ] && [ "$smp" -lt 4 ] && [ -n "$summary" ]; then
+	log4="$out/kunit-run-smp4.log"
+	common4=(--arch=x86_64 --build_dir="$out" --kunitconfig="$kunitconfig")
+	for o in "${RSMM_MAKE_OPTS[@]}"; do common4+=(--make_options "$o"); done
+	set +e
+	"${kunit[@]}" exec "${common4[@]}" --qemu_args="$(qemu_for 4)" --timeout=1800 \
+		--kernel_args="gcma=16M" 'rcx_stress*' 2>&1 | tee "$log4"
+	rc4=${PIPESTATUS[0]}
+	set -e
+	s4=$(grep -E '^\[[0-9:]+\] Testing complete\. Ran [0-9]+ tests' "$log4" | tail -n 1 || true)
+	p4=$(echo "$s4" | grep -oE 'passed: [0-9]+' | grep -oE '[0-9]+' || true)
+	f4=$(echo "$s4" | grep -oE '(failed|crashed): [0-9]+' | grep -oE '[0-9]+' | paste -sd+ | bc || true)
+	if [ -z "$s4" ] || { [ "$rc4" -ne 0 ] && [ "${f4:-0}" -eq 0 ]; }; then
+		echo "kunit: the --smp 4 pass of rcx_stress failed; see $log4" >&2
+		f4=$((${f4:-0} + 1))
+	fi
+	check_splats "$out/test.log" || f4=$((${f4:-0} + 1))
+	passed=$((passed + ${p4:-0}))
+	failed=$((failed + ${f4:-0}))
 fi
 echo "kunit: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

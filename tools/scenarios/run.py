@@ -95,7 +95,7 @@ SPLAT_QUIET = 60     # s of console silence after a splat before giving up
 
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
 LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
-SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description"}
+SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group"}
 
 
 class UsageError(Exception):
@@ -656,7 +656,10 @@ def parse_args(argv):
 def select(args, available):
     names = args.scenario or ["all"]
     if "all" in names:
-        return list(available)
+        # Benchmarks ("# group: bench") are long and meant for the
+        # performance kernel: they run only when named.
+        return [n for n, path in available.items()
+                if Scenario(path).meta.get("group") != "bench"]
     unknown = [n for n in names if n not in available]
     if unknown:
         raise UsageError("unknown scenario(s): %s (available: %s)"

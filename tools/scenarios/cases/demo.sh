@@ -33,6 +33,14 @@ if dmesg | grep -q 'bonsai: bench: '; then
 	done
 fi
 
+if dmesg | grep -q 'rcx: bench: '; then
+	report ""
+	report "RCX benchmark (rcx: bench):"
+	dmesg | grep 'rcx: bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //' -e 's/^rcx: bench: //' | while IFS= read -r line; do
+		report "  $line"
+	done
+fi
+
 stats=/sys/kernel/debug/bonsai/bench/stats
 if [ -r "$stats" ]; then
 	report ""

@@ -300,10 +300,13 @@ fn release_refuses_what_is_not_allocated() {
         (usize::MAX, 2),
         (1, usize::MAX),
     ] {
+        assert!(!m.is_primary_range(start, count));
         assert_eq!(m.release_primary(start, count).err(), Some(EINVAL));
         assert_eq!(m.finish_discard(start, count).err(), Some(EINVAL));
         same(&m, &model);
     }
+    assert!(m.is_primary_range(0, 100));
+    assert!(m.is_primary_range(99, 1));
     // Piecewise release is fine.
     m.release_primary(10, 20).unwrap();
     model.release(10, 20).unwrap();

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RCX hash table: a fixed number of buckets, each an RCX sorted list,
+//! sharing one update side ([`Rcx`]) and so one set of counters.
+
+use kernel::{prelude::*, sync::rcu};
+
+use crate::{
+    list::{ListCore, KEY_LIMIT},
+    Mode, Rcx, Stats,
+};
+
+/// Returns the bucket of `key` among `n` (Fibonacci hashing).
+pub fn bucket_of(key: u64, n: usize) -> usize {
+    ((key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) % n as u64) as usize
+}
+
+/// An RCX-protected hash table of `u64` keys below [`KEY_LIMIT`], each
+/// with an optional value.
+pub struct RcxHash<V: Send + Sync + 'static = ()> {
+    rcx: Rcx,
+    buckets: KVec<ListCore<V>>,
+}
+
+impl<V: Send + Sync + 'static> RcxHash<V> {
+    /// Returns an empty table of `buckets` buckets (at least one).
+    pub fn new(mode: Mode, buckets: usize) -> Result<Self> {
+        if buckets == 0 {
+            return Err(EINVAL);
+        }
+        let mut v = KVec::with_capacity(buckets, GFP_KERNEL)?;
+        for _ in 0..buckets {
+            v.push(ListCore::new()?, GFP_KERNEL)?;
+        }
+        Ok(Self {
+            rcx: Rcx::new(mode),
+            buckets: v,
+        })
+    }
+
+    fn bucket(&self, key: u64) -> &ListCore<V> {
+        &self.buckets[bucket_of(key, self.buckets.len())]
+    }
+
+    /// Returns the number of buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Returns whether `key` is in the table (a plain RCU reader).
+    pub fn contains(&self, key: u64) -> bool {
+        let guard = rcu::read_lock();
+        self.bucket(key).get(key, &guard).is_some()
+    }
+
+    /// Calls `f` with `key`'s value if the key is in the table.
+    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(Option<&V>) -> R) -> Option<R> {
+        let guard = rcu::read_lock();
+        self.bucket(key).get(key, &guard).map(f)
+    }
+
+    /// Inserts `key`: `Ok(true)` if inserted, `Ok(false)` if present.
+    pub fn insert(&self, key: u64, value: Option<V>) -> Result<bool> {
+        if key == KEY_LIMIT {
+            return Err(EINVAL);
+        }
+        self.bucket(key).insert(&self.rcx, key, value)
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&self, key: u64) -> bool {
+        self.bucket(key).remove(&self.rcx, key)
+    }
+
+    /// Checks every bucket (sorted, no duplicate, no removed item linked,
+    /// every key in its own bucket) and returns the number of keys.
+    pub fn check(&self) -> Result<usize> {
+        let mut total = 0;
+        for (i, b) in self.buckets.iter().enumerate() {
+            total += b.check()?;
+            let mut misplaced = false;
+            b.for_each_key(|k| misplaced |= bucket_of(k, self.buckets.len()) != i);
+            if misplaced {
+                return Err(EINVAL);
+            }
+        }
+        Ok(total)
+    }
+
+    /// Returns the update counters.
+    pub fn stats(&self) -> Stats {
+        self.rcx.stats()
+    }
+
+    /// Returns the name of the phase-1 path in use.
+    pub fn path_name(&self) -> &'static str {
+        self.rcx.path_name()
+    }
+}

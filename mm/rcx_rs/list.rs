@@ -1,0 +1,383 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The RCX sorted list (listings 3.3 to 3.7 of the thesis).
+//!
+//! A singly linked list of items in ascending key order between two
+//! sentinels, `head` and `tail` (whose key, `u64::MAX`, is reserved).
+//! Lookups walk it under RCU alone.  An insertion names the two items it
+//! links the new one between, a removal the item and its two neighbours;
+//! [`Rcx::attempt`] locks them, the update revalidates (no item removed, the
+//! links found by the walk unchanged) and publishes with release stores.
+//! A removed item is marked and freed after a grace period.
+
+use core::{
+    mem,
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
+};
+use kernel::{
+    prelude::*,
+    sync::rcu::{self, HasRcuHead, RcuHead},
+};
+
+use crate::{
+    backoff,
+    node_lock::{CacheAligned, NodeLocks},
+    Attempt, GlobalLock, HeaderRef, Mode, Rcx, Stats,
+};
+
+/// The key of the tail sentinel, which no item may use.
+pub const KEY_LIMIT: u64 = u64::MAX;
+
+/// An RCX-protected list item (listing 3.3): the key, the link and the
+/// pointer to the per-node lock words (their own allocation, one line
+/// each) on the first cache line, the global lock alone on the next one.
+///
+/// Items are 128-byte aligned so that their size is a multiple of 128 and
+/// `kmalloc` hands out naturally aligned, cache-aligned objects; without
+/// a value, or with a small one, an item takes 128 bytes.
+#[repr(C, align(128))]
+pub struct Item<V> {
+    key: u64,
+    next: AtomicPtr<Item<V>>,
+    locks: NodeLocks,
+    rcu: RcuHead,
+    removed: AtomicBool,
+    value: Option<V>,
+    global: CacheAligned<GlobalLock>,
+}
+
+// SAFETY: `rcu` is a field of type `RcuHead` used only by `drop_after_gp`.
+unsafe impl<V> HasRcuHead for Item<V> {
+    const RCU_HEAD_OFFSET: usize = mem::offset_of!(Self, rcu);
+}
+
+// SAFETY: an item is shared between readers and updaters only through
+// atomics and its spinlock; its value is `Send` and `Sync`.
+unsafe impl<V: Send + Sync> Send for Item<V> {}
+// SAFETY: see above.
+unsafe impl<V: Send + Sync> Sync for Item<V> {}
+
+impl<V> Item<V> {
+    /// Allocates an item with its lock initialised, and leaks it.
+    fn alloc(key: u64, value: Option<V>, next: *mut Item<V>) -> Result<NonNull<Self>> {
+        let locks = NodeLocks::new(GFP_KERNEL)?;
+        let b = KBox::new(
+            Item {
+                key,
+                next: AtomicPtr::new(next),
+                locks,
+                rcu: RcuHead::new(),
+                removed: AtomicBool::new(false),
+                value,
+                global: CacheAligned(GlobalLock::uninit()),
+            },
+            GFP_KERNEL,
+        )?;
+        // SAFETY: the item is at its final address (in the box) and nobody
+        // else has seen it yet.
+        unsafe { b.global.0.init() };
+        // SAFETY: `KBox::into_raw` never returns null.
+        Ok(unsafe { NonNull::new_unchecked(KBox::into_raw(b)) })
+    }
+
+    /// Returns the key.
+    pub fn key(&self) -> u64 {
+        self.key
+    }
+
+    fn hdr(&self) -> HeaderRef<'_> {
+        HeaderRef {
+            locks: &self.locks,
+            global: &self.global.0,
+        }
+    }
+
+    /// Returns the per-node lock words, for layout checks.
+    pub fn node_locks(&self) -> &NodeLocks {
+        &self.locks
+    }
+
+    /// Returns the address of the global lock, for layout checks.
+    pub fn global_addr(&self) -> usize {
+        &self.global as *const _ as usize
+    }
+}
+
+/// An RCX sorted list without its update side, so that a hash table can
+/// share one [`Rcx`] among its buckets.
+///
+/// # Invariants
+///
+/// `head` and `tail` are valid items allocated by [`Item::alloc`]; from
+/// `head`, `next` links visit every linked item in strictly ascending key
+/// order and end at `tail`.  Linked items are owned by the list; an
+/// unlinked item is marked removed and handed to [`rcu::drop_after_gp`]
+/// by the updater that unlinked it.
+pub(crate) struct ListCore<V: Send + Sync + 'static> {
+    head: NonNull<Item<V>>,
+}
+
+// SAFETY: items are `Send` and `Sync` (see `Item`); the list only holds
+// pointers to them.
+unsafe impl<V: Send + Sync> Send for ListCore<V> {}
+// SAFETY: see above.
+unsafe impl<V: Send + Sync> Sync for ListCore<V> {}
+
+impl<V: Send + Sync + 'static> ListCore<V> {
+    /// Returns an empty list: the two sentinels.
+    pub(crate) fn new() -> Result<Self> {
+        let tail = Item::alloc(KEY_LIMIT, None, ptr::null_mut())?;
+        let head = match Item::alloc(0, None, tail.as_ptr()) {
+            Ok(h) => h,
+            Err(e) => {
+                // SAFETY: `tail` came from `KBox::into_raw` and nobody saw it.
+                drop(unsafe { KBox::from_raw(tail.as_ptr()) });
+                return Err(e);
+            }
+        };
+        // INVARIANT: head links to tail.
+        Ok(Self { head })
+    }
+
+    /// Returns the item behind a link loaded under `_guard`.
+    fn item<'g>(p: *mut Item<V>, _guard: &'g rcu::Guard) -> &'g Item<V> {
+        // SAFETY: `p` was loaded from a link reachable from `head` inside
+        // the read-side section of `_guard`; the list never stores null in
+        // a link it walks past (only `tail.next` is null and walks stop at
+        // `tail`), and unlinked items are freed only after a grace period.
+        unsafe { &*p }
+    }
+
+    /// Returns the last item with a key below `key` and its successor,
+    /// whose key is at least `key` (listing 3.5, lines 4 to 9).
+    fn find<'g>(&self, key: u64, guard: &'g rcu::Guard) -> (&'g Item<V>, &'g Item<V>) {
+        let mut prev = Self::item(self.head.as_ptr(), guard);
+        let mut next = Self::item(prev.next.load(Ordering::Acquire), guard);
+        while next.key < key {
+            prev = next;
+            next = Self::item(prev.next.load(Ordering::Acquire), guard);
+        }
+        (prev, next)
+    }
+
+    /// Returns the value of `key`'s item if it is in the list.
+    pub(crate) fn get<'g>(&self, key: u64, guard: &'g rcu::Guard) -> Option<Option<&'g V>> {
+        if key == KEY_LIMIT {
+            return None;
+        }
+        let (_, next) = self.find(key, guard);
+        (next.key == key).then_some(next.value.as_ref())
+    }
+
+    /// Inserts `key` with `value` (listing 3.5): `Ok(true)` if it was
+    /// inserted, `Ok(false)` if the key was there already.
+    pub(crate) fn insert(&self, rcx: &Rcx, key: u64, value: Option<V>) -> Result<bool> {
+        if key == KEY_LIMIT {
+            return Err(EINVAL);
+        }
+        // Allocated once, before any lock, and reused across retries.
+        let new = Item::alloc(key, value, ptr::null_mut())?;
+        loop {
+            let guard = rcu::read_lock();
+            let (prev, next) = self.find(key, &guard);
+            if next.key == key {
+                drop(guard);
+                // SAFETY: `new` came from `KBox::into_raw` and was never
+                // published.
+                drop(unsafe { KBox::from_raw(new.as_ptr()) });
+                return Ok(false);
+            }
+            let next_ptr = next as *const Item<V> as *mut Item<V>;
+            // SAFETY: `new` is not yet published; we own it.
+            unsafe { new.as_ref() }
+                .next
+                .store(next_ptr, Ordering::Relaxed);
+            let r = rcx.attempt(&mut [prev.hdr(), next.hdr()], || {
+                if prev.removed.load(Ordering::Relaxed)
+                    || next.removed.load(Ordering::Relaxed)
+                    || prev.next.load(Ordering::Relaxed) != next_ptr
+                {
+                    return false;
+                }
+                // Release: readers that find `new` see its fields.
+                prev.next.store(new.as_ptr(), Ordering::Release);
+                true
+            });
+            drop(guard);
+            if r == Attempt::Done {
+                return Ok(true);
+            }
+            backoff();
+        }
+    }
+
+    /// Removes `key` (listing 3.7): `true` if it was in the list.
+    pub(crate) fn remove(&self, rcx: &Rcx, key: u64) -> bool {
+        if key == KEY_LIMIT {
+            return false;
+        }
+        loop {
+            let guard = rcu::read_lock();
+            let (p, e) = self.find(key, &guard);
+            if e.key != key {
+                return false;
+            }
+            let e_ptr = e as *const Item<V> as *mut Item<V>;
+            let n_ptr = e.next.load(Ordering::Acquire);
+            let n = Self::item(n_ptr, &guard);
+            let r = rcx.attempt(&mut [p.hdr(), e.hdr(), n.hdr()], || {
+                if p.removed.load(Ordering::Relaxed)
+                    || e.removed.load(Ordering::Relaxed)
+                    || n.removed.load(Ordering::Relaxed)
+                    || p.next.load(Ordering::Relaxed) != e_ptr
+                    || e.next.load(Ordering::Relaxed) != n_ptr
+                {
+                    return false;
+                }
+                p.next.store(n_ptr, Ordering::Release);
+                e.removed.store(true, Ordering::Relaxed);
+                true
+            });
+            drop(guard);
+            if r == Attempt::Done {
+                // SAFETY: `e` was allocated by `Item::alloc` and we just
+                // unlinked it, under its global lock, and marked it removed
+                // so that no other updater can unlink it again; readers
+                // that still see it are covered by the grace period.
+                rcu::drop_after_gp(unsafe { KBox::from_raw(e_ptr) });
+                return true;
+            }
+            backoff();
+        }
+    }
+
+    /// Walks the list and checks it: ascending keys, no duplicate, no
+    /// removed item linked, ending at the tail.  Returns the item count.
+    pub(crate) fn check(&self) -> Result<usize> {
+        let guard = rcu::read_lock();
+        let mut n = 0;
+        let mut cur = Self::item(self.head.as_ptr(), &guard);
+        let mut last: Option<u64> = None;
+        loop {
+            let next_ptr = cur.next.load(Ordering::Acquire);
+            if next_ptr.is_null() {
+                return Err(EINVAL);
+            }
+            let next = Self::item(next_ptr, &guard);
+            if next.removed.load(Ordering::Relaxed) {
+                return Err(EINVAL);
+            }
+            if next.key == KEY_LIMIT && next.next.load(Ordering::Relaxed).is_null() {
+                return Ok(n);
+            }
+            if last.is_some_and(|l| l >= next.key) {
+                return Err(EINVAL);
+            }
+            last = Some(next.key);
+            n += 1;
+            cur = next;
+        }
+    }
+
+    /// Calls `f` with every key in order.
+    pub(crate) fn for_each_key(&self, mut f: impl FnMut(u64)) {
+        let guard = rcu::read_lock();
+        let mut cur = Self::item(self.head.as_ptr(), &guard);
+        loop {
+            let next = Self::item(cur.next.load(Ordering::Acquire), &guard);
+            if next.key == KEY_LIMIT {
+                return;
+            }
+            f(next.key);
+            cur = next;
+        }
+    }
+
+    /// Returns the first linked item, or the tail, for layout checks.
+    pub(crate) fn first<'g>(&self, guard: &'g rcu::Guard) -> &'g Item<V> {
+        let head = Self::item(self.head.as_ptr(), guard);
+        Self::item(head.next.load(Ordering::Acquire), guard)
+    }
+}
+
+impl<V: Send + Sync + 'static> Drop for ListCore<V> {
+    fn drop(&mut self) {
+        // No reader or updater is left (we have `&mut self`); free every
+        // linked item, sentinels included.
+        let mut p = self.head.as_ptr();
+        while !p.is_null() {
+            // SAFETY: by the type invariants, linked items and the sentinels
+            // came from `KBox::into_raw` and are owned by the list.
+            let b = unsafe { KBox::from_raw(p) };
+            p = b.next.load(Ordering::Relaxed);
+        }
+    }
+}
+
+/// An RCX-protected sorted list of `u64` keys below [`KEY_LIMIT`], each
+/// with an optional value.
+pub struct RcxList<V: Send + Sync + 'static = ()> {
+    rcx: Rcx,
+    core: ListCore<V>,
+}
+
+impl<V: Send + Sync + 'static> RcxList<V> {
+    /// Returns an empty list whose updates win the node words as `mode` says.
+    pub fn new(mode: Mode) -> Result<Self> {
+        Ok(Self {
+            rcx: Rcx::new(mode),
+            core: ListCore::new()?,
+        })
+    }
+
+    /// Returns whether `key` is in the list (a plain RCU reader).
+    pub fn contains(&self, key: u64) -> bool {
+        let guard = rcu::read_lock();
+        self.core.get(key, &guard).is_some()
+    }
+
+    /// Calls `f` with `key`'s value (`None` for an item without one) if
+    /// the key is in the list, inside an RCU read-side section.
+    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(Option<&V>) -> R) -> Option<R> {
+        let guard = rcu::read_lock();
+        self.core.get(key, &guard).map(f)
+    }
+
+    /// Inserts `key`: `Ok(true)` if inserted, `Ok(false)` if present (the
+    /// value is dropped), `EINVAL` for [`KEY_LIMIT`], `ENOMEM`.
+    pub fn insert(&self, key: u64, value: Option<V>) -> Result<bool> {
+        self.core.insert(&self.rcx, key, value)
+    }
+
+    /// Removes `key`; returns whether it was present.
+    pub fn remove(&self, key: u64) -> bool {
+        self.core.remove(&self.rcx, key)
+    }
+
+    /// Checks the list (see [`RcxList::check`]) and returns its length.
+    pub fn check(&self) -> Result<usize> {
+        self.core.check()
+    }
+
+    /// Calls `f` with every key in ascending order.
+    pub fn for_each_key(&self, f: impl FnMut(u64)) {
+        self.core.for_each_key(f)
+    }
+
+    /// Returns the update counters.
+    pub fn stats(&self) -> Stats {
+        self.rcx.stats()
+    }
+
+    /// Returns the name of the phase-1 path in use.
+    pub fn path_name(&self) -> &'static str {
+        self.rcx.path_name()
+    }
+
+    /// Calls `f` with the first item (or the tail sentinel), for checks.
+    pub fn with_first<R>(&self, f: impl FnOnce(&Item<V>) -> R) -> R {
+        let guard = rcu::read_lock();
+        f(self.core.first(&guard))
+    }
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * GCMA benchmark: the calls between rust_gcma_bench.rs (compiled inside
+ * the GCMA crate) and gcma_bench.c.
+ */
+#ifndef _SAMPLES_RUST_GCMA_BENCH_H
+#define _SAMPLES_RUST_GCMA_BENCH_H
+
+#include <linux/types.h>
+
+struct cma;
+struct page;
+
+/* Rust. */
+void gcma_bench_run(unsigned int reps);
+
+/* C. */
+struct cma *gcma_bench_cma(const char *name);
+unsigned long gcma_bench_cma_pages(struct cma *cma);
+struct page *gcma_bench_alloc(struct cma *cma, unsigned long count);
+bool gcma_bench_release(struct cma *cma, struct page *pages,
+			unsigned long count);
+u64 gcma_bench_now_ns(void);
+void gcma_bench_cond_resched(void);
+
+#endif /* _SAMPLES_RUST_GCMA_BENCH_H */

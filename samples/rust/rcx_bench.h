@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The C side of the RCX benchmark.
+ *
+ * rust_rcx_bench.rs is compiled inside the RCX crate (it needs the RCX
+ * structures) and declares these functions in an extern "C" block: the
+ * kthread and sleep calls that are macros or inline functions in C.
+ */
+#ifndef _SAMPLES_RUST_RCX_BENCH_H
+#define _SAMPLES_RUST_RCX_BENCH_H
+
+/* Runs the whole benchmark; implemented in Rust. */
+void rcx_bench_run(void);
+
+unsigned int rcx_bench_online_cpus(void);
+void *rcx_bench_thread_start(int (*fn)(void *), void *arg, unsigned int cpu);
+void rcx_bench_thread_join(void *task);
+void rcx_bench_msleep(unsigned int ms);
+void rcx_bench_cond_resched(void);
+
+#endif /* _SAMPLES_RUST_RCX_BENCH_H */
