@@ -188,16 +188,16 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 	start = pfn - gcma_base_pfn(area);
 	if (pfn < gcma_base_pfn(area) ||
 	    gcma_rs_check_allocated(rs, start, count)) {
-		WARN_ONCE(1, "gcma: %s: release of %lu pages at pfn %#lx that are not allocated\n",
-			  area->name, count, pfn);
+		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: not allocated\n",
+				    area->name, count, pfn);
 		return false;
 	}
 	for (i = 0; i < count; i++)
 		busy += page_ref_count(pfn_to_page(pfn + i)) != 1;
 	if (busy) {
 		/* Someone still holds a page: keep the range allocated. */
-		WARN_ONCE(1, "gcma: %s: release of %lu pages at pfn %#lx with %lu still in use\n",
-			  area->name, count, pfn, busy);
+		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %lu still in use\n",
+				    area->name, count, pfn, busy);
 		return false;
 	}
 	for (i = 0; i < count; i++)
