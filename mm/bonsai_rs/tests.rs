@@ -5,7 +5,9 @@
 use crate::{tree::BalanceParams, RangeTree, RETIRE_BATCH};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::{
-    c_str, delay, kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
+    c_str, delay,
+    kunit::suite::TestRng as Rng,
+    kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
     prelude::*,
     sync::{rcu, Arc, CondVar, Mutex},
     time::{ktime_ms_delta, Ktime},
@@ -68,22 +70,6 @@ pub(crate) mod fault {
 const SLOTS: usize = 256;
 const SLOT: usize = 16;
 
-/// A deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
-
 /// Random inserts, removes and lookups agree with a slot model, and the
 /// tree passes its full check after every update.
 fn run_against_model(params: BalanceParams, seed: u64) -> Result {
@@ -92,7 +78,7 @@ fn run_against_model(params: BalanceParams, seed: u64) -> Result {
     let mut len = KVec::from_elem(0usize, SLOTS, GFP_KERNEL)?;
     let mut val = KVec::from_elem(0u64, SLOTS, GFP_KERNEL)?;
     let mut present = 0;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
 
     for step in 0..3000u64 {
         let k = rng.below(SLOTS);
@@ -212,7 +198,7 @@ fn alloc_failure_leaves_tree_unchanged() -> Result {
         for k in 0..48 {
             t.insert(2 * k * SLOT, 2 * k * SLOT + 8, k as u64)?;
         }
-        let mut rng = Rng(0x5eed_fa11_0000_0001);
+        let mut rng = Rng::new(0x5eed_fa11_0000_0001);
         for _ in 0..64 {
             let k = rng.below(96);
             let start = k * SLOT;
@@ -329,7 +315,7 @@ struct Stress {
 /// A reader of the stress test: looks up stable ranges until told to
 /// stop; each must be found, with its value.
 fn stress_reader(s: Arc<Stress>, seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let (mut n, mut misses) = (0usize, 0usize);
     while !s.stop.load(Ordering::Acquire) {
         for _ in 0..256 {
@@ -359,7 +345,7 @@ const STRESS_SWEEP: usize = 256;
 /// ones in ascending order and removes them in a strided order.
 fn stress_writer(s: &Stress) -> Result<usize> {
     let mut present = KVec::from_elem(false, STRESS_SLOTS / 2, GFP_KERNEL)?;
-    let mut rng = Rng(0x0dd5_1075_cafe_f00d);
+    let mut rng = Rng::new(0x0dd5_1075_cafe_f00d);
     let start = Ktime::ktime_get();
     let mut updates = 0;
     while ktime_ms_delta(Ktime::ktime_get(), start) < STRESS_MS {

@@ -4,7 +4,7 @@
 //! model, and the areas in service through the C entry points.
 
 use crate::area_map::{bitmap_words, summary_words, AreaMap};
-use kernel::{kunit_expect, kunit_expect_eq, prelude::*};
+use kernel::{kunit::suite::TestRng as Rng, kunit_expect, kunit_expect_eq, prelude::*};
 
 type Map = AreaMap<KVec<usize>>;
 
@@ -20,22 +20,6 @@ fn new_map(nr_pages: usize) -> Result<Map> {
         zeroed(words)?,
         zeroed(summary_words(nr_pages).ok_or(EINVAL)?)?,
     )
-}
-
-/// A small deterministic generator (xorshift64*), so failures reproduce.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
 }
 
 /// Reference model: one byte per page, `PRIMARY` and `LENT` bits, and the
@@ -90,7 +74,7 @@ fn area_map_matches_model() -> Result {
     const PAGES: usize = 1000;
     let mut map = new_map(PAGES)?;
     let mut model = Model::new(PAGES)?;
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
 
     for step in 0..4000 {
         match rng.below(10) {
@@ -341,7 +325,7 @@ mod registry {
     /// all workers at once) or for a range found overwritten.
     fn worker(s: Arc<Shared>, seed: u64) {
         let area = s.area as *mut bindings::gcma_area;
-        let mut rng = Rng(seed);
+        let mut rng = Rng::new(seed);
         let mut failures = 0;
         for _ in 0..ROUNDS {
             let count = 1 + rng.below(64);

@@ -10,28 +10,14 @@ use crate::{
 };
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
-    delay, kunit_expect, kunit_expect_eq,
+    delay,
+    kunit::suite::TestRng as Rng,
+    kunit_expect, kunit_expect_eq,
     mm::numa::{self, NodeId},
     prelude::*,
     sync::{rcu, Arc},
     workqueue,
 };
-
-/// xorshift64*: the tests' deterministic random numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
 
 /// Every node has a word, and every word owns a whole cache line.
 fn node_lock_layout() -> Result {
@@ -205,12 +191,12 @@ impl Set for RcxHash<u64> {
 /// the structure stays sorted and duplicate-free throughout.
 fn against_model(s: &impl Set, seed: u64) -> Result {
     let mut model = KVec::from_elem(false, MODEL_KEYS as usize, GFP_KERNEL)?;
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     let mut errors = 0;
     for i in 0..MODEL_OPS {
-        let k = rng.below(MODEL_KEYS);
+        let k = rng.below_u64(MODEL_KEYS);
         let present = &mut model[k as usize];
-        let ok = match rng.below(3) {
+        let ok = match rng.below_u64(3) {
             0 => {
                 let r = s.ins(k)? != *present;
                 *present = true;
@@ -354,10 +340,10 @@ struct Stress<S> {
 }
 
 fn stress_worker<S: Set>(st: Arc<Stress<S>>, seed: u64) {
-    let mut rng = Rng(seed);
+    let mut rng = Rng::new(seed);
     for i in 0..STRESS_OPS {
-        let k = rng.below(STRESS_KEYS);
-        match rng.below(4) {
+        let k = rng.below_u64(STRESS_KEYS);
+        match rng.below_u64(4) {
             0 => match st.s.ins(k) {
                 Ok(true) => {
                     st.net[k as usize].fetch_add(1, Ordering::Relaxed);

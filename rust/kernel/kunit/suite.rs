@@ -19,6 +19,50 @@
 use crate::{bindings, error::Result, str::CStr};
 use core::{ffi::c_void, fmt};
 
+/// A small deterministic generator (xorshift64*) for tests: a failing
+/// sequence reproduces from its seed.  Not for anything but tests.
+///
+/// # Examples
+///
+/// ```
+/// use kernel::kunit::suite::TestRng;
+///
+/// let (mut a, mut b) = (TestRng::new(7), TestRng::new(7));
+/// assert_eq!(a.next_u64(), b.next_u64());
+/// assert!(a.below(10) < 10);
+/// assert!(TestRng::new(0).next_u64() != 0);
+/// ```
+pub struct TestRng(u64);
+
+impl TestRng {
+    /// Creates a generator; seed 0 (a fixed point of xorshift) is replaced.
+    pub const fn new(seed: u64) -> Self {
+        Self(if seed == 0 {
+            0x9e37_79b9_7f4a_7c15
+        } else {
+            seed
+        })
+    }
+
+    /// Returns the next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Returns a number in `0..n`; `n` must not be 0.
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// Returns a number in `0..n`; `n` must not be 0.
+    pub fn below_u64(&mut self, n: u64) -> u64 {
+        self.next_u64() % n
+    }
+}
+
 /// Signature of the function behind one test case.
 pub type CaseFn = fn() -> Result;
 
