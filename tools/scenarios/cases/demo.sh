@@ -17,29 +17,20 @@ done
 dmesg | grep -E 'gcma: ' | sed -E -e 's/^\[[ 0-9.]*\] //' | while IFS= read -r line; do
 	report "$line"
 done
-if dmesg | grep -q 'rust_mm_bench: '; then
+# report_section PREFIX TITLE: the kernel log lines that start with PREFIX,
+# without timestamp and prefix, under TITLE; nothing if there are none.
+report_section() {
+	dmesg | grep -q "$1" || return 0
 	report ""
-	report "Rust mm abstractions (rust_mm_bench, mean ns per operation):"
-	dmesg | grep 'rust_mm_bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //' -e 's/^rust_mm_bench: //' | while IFS= read -r line; do
+	report "$2"
+	dmesg | grep "$1" | sed -E -e 's/^\[[ 0-9.]*\] //' -e "s/^$1//" | while IFS= read -r line; do
 		report "  $line"
 	done
-fi
+}
 
-if dmesg | grep -q 'bonsai: bench: '; then
-	report ""
-	report "Bonsai tree benchmark (bonsai: bench):"
-	dmesg | grep 'bonsai: bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //' -e 's/^bonsai: bench: //' | while IFS= read -r line; do
-		report "  $line"
-	done
-fi
-
-if dmesg | grep -q 'rcx: bench: '; then
-	report ""
-	report "RCX benchmark (rcx: bench):"
-	dmesg | grep 'rcx: bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //' -e 's/^rcx: bench: //' | while IFS= read -r line; do
-		report "  $line"
-	done
-fi
+report_section 'rust_mm_bench: ' "Rust mm abstractions (rust_mm_bench, mean ns per operation):"
+report_section 'bonsai: bench: ' "Bonsai tree benchmark (bonsai: bench):"
+report_section 'rcx: bench: ' "RCX benchmark (rcx: bench):"
 
 stats=/sys/kernel/debug/bonsai/bench/stats
 if [ -r "$stats" ]; then
