@@ -13,7 +13,9 @@
  *   freed to the buddy allocator.
  * - gcma_alloc() and gcma_release() are the entry points: the pages of
  *   an allocation get one reference each, as alloc_contig_range() gives
- *   them, and lose it on release.
+ *   them, and lose it on release.  With __GFP_COMP (cma_alloc_folio())
+ *   the range becomes one compound page with one reference on its head,
+ *   and is turned back into plain free pages when the folio is released.
  * - /sys/kernel/mm/gcma/<area>/ shows the counters of each area, and
  *   /sys/kernel/debug/gcma/<area>/alloc_latency a log2 histogram of the
  *   time gcma_alloc() takes; tracepoints gcma:gcma_alloc_start,
@@ -39,6 +41,8 @@
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/gcma.h>
+
+#include "../internal.h"
 
 static gcma_discard_fn gcma_discard;
 
@@ -106,45 +110,68 @@ void gcma_call_discard(struct gcma_area *area, unsigned long pfn)
 		fn(area, pfn);
 }
 
+/* Give the @count free pages from @page the state an allocation returns. */
+static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp)
+{
+	unsigned long i;
+
+	for (i = 0; i < count; i++) {
+		struct page *p = nth_page(page, i);
+
+		page_kasan_tag_reset(p);
+		if (gfp & __GFP_ZERO)
+			clear_highpage(p);
+	}
+	if (gfp & __GFP_COMP) {
+		/* One reference, on the head; tails keep a zero count. */
+		set_page_count(page, 1);
+		prep_compound_page(page, ilog2(count));
+		return;
+	}
+	for (i = 0; i < count; i++)
+		set_page_count(nth_page(page, i), 1);
+}
+
 /**
  * gcma_alloc_gfp() - allocate contiguous pages from a GCMA area
  * @area: the area
  * @count: number of pages
  * @align: alignment of the first page, as a page order
- * @gfp: __GFP_NOWARN and __GFP_ZERO are honoured; __GFP_COMP is refused
+ * @gfp: __GFP_NOWARN and __GFP_ZERO are honoured; with __GFP_COMP,
+ *	@count must be a power of two and the pages form one compound page
+ *	(a folio of that order, aligned to its size)
  *
  * Return: the first page, or NULL if @count is 0, the area is not in
- * service or has no free range of @count pages at that alignment.
+ * service or has no free range of @count pages at that alignment, or
+ * __GFP_COMP is asked for a count that is not a power of two.
  */
 struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 			    unsigned int align, gfp_t gfp)
 {
 	const void *rs = gcma_area_rs(area);
 	struct page *page = NULL;
-	unsigned long start, i;
+	unsigned long start;
 	u64 t0, ns;
 	int ret;
 
 	if (!rs || !count)
 		return NULL;
+	if (count == 1)
+		gfp &= ~__GFP_COMP;	/* an order-0 page is never compound */
 	if (gfp & __GFP_COMP) {
-		pr_warn_once("%s: compound allocations are not supported\n",
-			     area->name);
-		return NULL;
+		if (!is_power_of_2(count)) {
+			pr_warn_ratelimited("%s: a compound allocation needs a power-of-two count, not %lu\n",
+					    area->name, count);
+			return NULL;
+		}
+		align = max_t(unsigned int, align, ilog2(count));
 	}
 	trace_gcma_alloc_start(area->name, count, align);
 	t0 = ktime_get_ns();
 	ret = gcma_rs_alloc(rs, count, align, &start);
 	if (!ret) {
 		page = pfn_to_page(gcma_base_pfn(area) + start);
-		for (i = 0; i < count; i++) {
-			struct page *p = nth_page(page, i);
-
-			set_page_count(p, 1);
-			page_kasan_tag_reset(p);
-			if (gfp & __GFP_ZERO)
-				clear_highpage(p);
-		}
+		gcma_prep_pages(page, count, gfp);
 	}
 	ns = ktime_get_ns() - t0;
 	atomic_long_inc(&area->lat[min(ns ? ilog2(ns) : 0, GCMA_LAT_BUCKETS - 1)]);
@@ -165,21 +192,81 @@ struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 }
 EXPORT_SYMBOL_GPL(gcma_alloc);
 
+/*
+ * Turn the compound page @head of @count pages back into plain pages, as
+ * the page allocator does when it frees one: clear the head and tail marks
+ * and the folio fields the tails' words hold.
+ */
+static void gcma_clear_compound(struct page *head, unsigned long count)
+{
+	unsigned long i;
+
+	head[1].flags &= ~PAGE_FLAGS_SECOND;
+	for (i = 1; i < count; i++) {
+		struct page *p = nth_page(head, i);
+
+		clear_compound_head(p);
+		p->mapping = NULL;
+		p->index = 0;
+		set_page_private(p, 0);
+		p->flags &= ~PAGE_FLAGS_CHECK_AT_PREP;
+	}
+	head->mapping = NULL;
+	set_page_private(head, 0);
+	head->flags &= ~PAGE_FLAGS_CHECK_AT_PREP;
+}
+
+/*
+ * Why the @count pages from @pfn cannot be released, or NULL if they can:
+ * plain pages must each hold exactly the allocation's reference; a folio
+ * is released whole, unmapped and with only the allocation's reference.
+ */
+static const char *gcma_release_refusal(unsigned long pfn, unsigned long count)
+{
+	struct page *page = pfn_to_page(pfn);
+	unsigned long i;
+
+	if (PageHead(page)) {
+		struct folio *folio = page_folio(page);
+
+		if (folio_nr_pages(folio) != count)
+			return "not the whole folio";
+		if (folio_ref_count(folio) != 1 || folio_mapped(folio))
+			return "folio still in use";
+		if (folio_order(folio) > 1 &&
+		    !list_empty(&folio->_deferred_list))
+			return "folio on a deferred split list";
+		return NULL;
+	}
+	for (i = 0; i < count; i++) {
+		struct page *p = nth_page(page, i);
+
+		if (PageCompound(p))
+			return "part of a folio";
+		if (page_ref_count(p) != 1)
+			return "pages still in use";
+	}
+	return NULL;
+}
+
 /**
  * gcma_release() - release pages allocated by gcma_alloc()
  * @area: the area
  * @pages: first page
- * @count: number of pages; a range may be released piecewise
+ * @count: number of pages; plain pages may be released piecewise, a
+ *	compound page (from __GFP_COMP) only whole
  *
  * Return: true if the pages were released; false, with a warning and
  * nothing changed, if any of them is not allocated from @area or is
- * still referenced by someone else (its reference count is not 1).
+ * still referenced by someone else (its reference count is not 1), or if
+ * the range covers part of a compound page.
  */
 bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count)
 {
 	const void *rs = gcma_area_rs(area);
-	unsigned long pfn, start, i, busy = 0;
+	unsigned long pfn, start, i;
+	const char *why;
 	int ret;
 
 	if (!rs || !pages || !count)
@@ -192,16 +279,20 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 				    area->name, count, pfn);
 		return false;
 	}
-	for (i = 0; i < count; i++)
-		busy += page_ref_count(pfn_to_page(pfn + i)) != 1;
-	if (busy) {
-		/* Someone still holds a page: keep the range allocated. */
-		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %lu still in use\n",
-				    area->name, count, pfn, busy);
+	why = gcma_release_refusal(pfn, count);
+	if (why) {
+		/* Someone still holds the pages: keep the range allocated. */
+		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %s\n",
+				    area->name, count, pfn, why);
 		return false;
 	}
-	for (i = 0; i < count; i++)
-		set_page_count(pfn_to_page(pfn + i), 0);
+	if (PageHead(pfn_to_page(pfn))) {
+		gcma_clear_compound(pfn_to_page(pfn), count);
+		set_page_count(pfn_to_page(pfn), 0);
+	} else {
+		for (i = 0; i < count; i++)
+			set_page_count(pfn_to_page(pfn + i), 0);
+	}
 	ret = gcma_rs_release(rs, start, count);
 	trace_gcma_release(area->name, pfn, count, !ret);
 	return !ret;

@@ -10,13 +10,13 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tools/build/env.sh"
 
 "$repo/tools/build/perf-kernel.sh"
-perf="${RSMM_PERF_OUT:-$RSMM_BUILD/perf}"
+perf=$(realpath -m "${RSMM_PERF_OUT:-$RSMM_BUILD/perf}")
 logs="$RSMM_BUILD/demo-logs"
 rc=0
 kernel="$perf/arch/x86/boot/bzImage"
 python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" \
 	--scenario demo --smp 4 --numa 2 --log-dir "$logs" || rc=$?
-# GCMA against CMA under memory pressure: a boot of its own (two 128 MiB
+# GCMA against CMA under memory pressure: a boot of its own (two 256 MiB
 # areas, memhog filling memory); RSMM_DEMO_GCMA_REPS=N shortens it.
 python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" --scenario gcma_bench \
 	--append "gcma_bench.reps=${RSMM_DEMO_GCMA_REPS:-30}" --log-dir "$logs" || rc=$?

@@ -11,7 +11,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tools/build/env.sh"
 
 frag="$repo/tools/configs/perf.config"
-out="${RSMM_PERF_OUT:-$RSMM_BUILD/perf}"
+out=$(realpath -m "${RSMM_PERF_OUT:-$RSMM_BUILD/perf}")
 python3 "$repo/tools/build/tree.py" prepare
 mkdir -p "$out"
 

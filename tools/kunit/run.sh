@@ -81,8 +81,10 @@ check_splats() {
 
 log="$out/kunit-run.log"
 set +e
+# gcma=16M: the area the GCMA suites work on; gcma.dma_cma=1 makes it the
+# default DMA CMA area, so gcma_cma's DMA case runs instead of skipping.
 "${kunit[@]}" run "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
-	--kernel_args="gcma=16M" "${args[@]}" 2>&1 | tee "$log"
+	--kernel_args="gcma=16M" --kernel_args="gcma.dma_cma=1" "${args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 # kunit.py ends with "Testing complete. Ran N tests: passed: P, failed: F, ...".

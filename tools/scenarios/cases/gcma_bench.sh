@@ -1,42 +1,64 @@
 # shellcheck shell=dash
-# description: GCMA vs CMA alloc+release latency (64..32768 pages) under memory pressure from memhog
+# description: GCMA vs CMA alloc+release latency (64..32768 pages) under anonymous and page-cache pressure from memhog
 # group: bench
-# append: cma=128M gcma=128M
+# append: cma=256M gcma=256M
 # mem: 2G
-# timeout: 1200
+# disk: 512M
+# timeout: 1800
 
 # Runs per size: "gcma_bench.reps=N" on the command line (--append), else 30.
 reps=$(cmdline_arg gcma_bench.reps)
 reps=${reps:-30}
+cma_kb=262144
 
 check bench_file expect_exists /sys/kernel/debug/gcma_bench
 check gcma_in_cma expect_exists /sys/kernel/debug/cma/gcma0
 
-# Fill most of the free memory with anonymous pages (movable, so the
-# allocator places them in the CMA area too) and keep rewriting them.
+# Page cache backed by a real disk, so reclaim can drop clean pages and
+# the next pass reads them back in: the file is re-read with the cache
+# dropped before every pass, which keeps page-cache pages churning.
+dev=$(disks | head -n 1)
+cache_mib=0
+if [ -n "$dev" ] && mke2fs -q "$dev" >/dev/null 2>&1 && mkdir -p /mnt/bench &&
+	mount -t ext2 "$dev" /mnt/bench; then
+	cache_mib=256
+else
+	log "no scratch disk: anonymous pressure only"
+fi
+# The rest of the free memory goes to anonymous pages (movable, so the
+# allocator also places them in the CMA area), rewritten every pass.
 avail=$(read_counter /proc/meminfo MemAvailable)
-hog=$((avail / 1024 - 80))
-log "MemAvailable ${avail} kB; memhog -a ${hog}"
-memhog -a "$hog" -t 1200 &
+anon_mib=$((avail / 1024 - cache_mib - 80))
+log "MemAvailable ${avail} kB; memhog -a ${anon_mib} -c ${cache_mib}"
+if [ "$cache_mib" -gt 0 ]; then
+	memhog -a "$anon_mib" -c "$cache_mib" -f /mnt/bench/memhog.dat -D -t 1800 &
+else
+	memhog -a "$anon_mib" -t 1800 &
+fi
 hog_pid=$!
 # Movable allocations enter CMA pageblocks once free CMA memory exceeds
-# half the free memory: wait until half of the CMA area is taken.
-# Whether memhog's pages land in the CMA area depends on the allocator's
-# timing, so the level reached is reported rather than required.
-if wait_for 180 sh -c "[ \$(awk '/CmaFree/ {print \$2}' /proc/meminfo) -lt 65536 ]"; then
+# half the free memory: wait until three quarters of the CMA area are
+# taken, so that CMA has to migrate most of what it hands out.  Whether
+# memhog's pages land in the CMA area depends on the allocator's timing,
+# so the level reached is reported rather than required.
+if wait_for 240 sh -c "[ \$(awk '/CmaFree/ {print \$2}' /proc/meminfo) -lt $((cma_kb / 4)) ]"; then
 	pressure="reached"
 else
-	pressure="NOT reached (CMA area less than half full)"
+	pressure="NOT reached (CMA area less than 3/4 full)"
 fi
 log "pressure $pressure: MemFree $(read_counter /proc/meminfo MemFree) kB, CmaFree $(read_counter /proc/meminfo CmaFree) kB"
-echo "gcma: bench: pressure $pressure; CmaFree $(read_counter /proc/meminfo CmaFree) kB of 131072 kB" > /dev/kmsg
+echo "gcma: bench: pressure $pressure; CmaFree $(read_counter /proc/meminfo CmaFree) kB of $cma_kb kB; page cache $(read_counter /proc/meminfo Cached) kB" > /dev/kmsg
 
 echo "$reps" > /sys/kernel/debug/gcma_bench
 kill "$hog_pid"
 wait "$hog_pid"
+hog_rc=$?
 
 dmesg | grep 'gcma: bench: ' | sed -E -e 's/^\[[ 0-9.]*\] //'
 check bench_done expect_dmesg 'gcma: bench: done'
+# memhog verifies every page it wrote (SIGTERM ends it after the current
+# pass, with status 0); a migration that lost data would fail it.
+check memhog_data_intact expect_eq "$hog_rc" 0
 # A GCMA allocation cannot fail while the area has room.
 check gcma_never_fails expect_dmesg 'gcma: bench: done: [0-9]+ CMA and 0 GCMA allocations failed'
 check gcma_all_released expect_eq "$(read_counter /sys/kernel/mm/gcma/gcma0/primary_used_pages)" 0
