@@ -30,11 +30,11 @@
 #include <linux/highmem.h>
 #include <linux/kasan.h>
 #include <linux/kobject.h>
-#include <linux/ktime.h>
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/page_ref.h>
+#include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/seq_file.h>
 #include <linux/sysfs.h>
@@ -113,23 +113,24 @@ void gcma_call_discard(struct gcma_area *area, unsigned long pfn)
 /* Give the @count free pages from @page the state an allocation returns. */
 static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp)
 {
+	bool compound = gfp & __GFP_COMP;
 	unsigned long i;
 
+	/* One pass over the struct pages: the per-page work is the cost. */
 	for (i = 0; i < count; i++) {
 		struct page *p = nth_page(page, i);
 
 		page_kasan_tag_reset(p);
 		if (gfp & __GFP_ZERO)
 			clear_highpage(p);
+		if (!compound)
+			set_page_count(p, 1);
 	}
-	if (gfp & __GFP_COMP) {
+	if (compound) {
 		/* One reference, on the head; tails keep a zero count. */
 		set_page_count(page, 1);
 		prep_compound_page(page, ilog2(count));
-		return;
 	}
-	for (i = 0; i < count; i++)
-		set_page_count(nth_page(page, i), 1);
 }
 
 /**
@@ -167,13 +168,20 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 		align = max_t(unsigned int, align, ilog2(count));
 	}
 	trace_gcma_alloc_start(area->name, count, align);
-	t0 = ktime_get_ns();
+	/*
+	 * local_clock(): cheap on every machine, where ktime_get_ns() may
+	 * read a slow clocksource (HPET).  The caller may move to another
+	 * CPU meanwhile; a negative difference counts as 0.
+	 */
+	t0 = local_clock();
 	ret = gcma_rs_alloc(rs, count, align, &start);
 	if (!ret) {
 		page = pfn_to_page(gcma_base_pfn(area) + start);
 		gcma_prep_pages(page, count, gfp);
 	}
-	ns = ktime_get_ns() - t0;
+	ns = local_clock() - t0;
+	if ((s64)ns < 0)
+		ns = 0;
 	atomic_long_inc(&area->lat[min(ns ? ilog2(ns) : 0, GCMA_LAT_BUCKETS - 1)]);
 	trace_gcma_alloc_finish(area->name, page ? page_to_pfn(page) : -1UL,
 				count, align, ret, ns);
@@ -217,36 +225,54 @@ static void gcma_clear_compound(struct page *head, unsigned long count)
 }
 
 /*
- * Why the @count pages from @pfn cannot be released, or NULL if they can:
- * plain pages must each hold exactly the allocation's reference; a folio
- * is released whole, unmapped and with only the allocation's reference.
+ * Take the allocation's reference of the compound page at @page of @count
+ * pages.  Return NULL on success, else why it cannot be released: it must
+ * be released whole, unmapped and with only the allocation's reference.
  */
-static const char *gcma_release_refusal(unsigned long pfn, unsigned long count)
+static const char *gcma_freeze_folio(struct page *page, unsigned long count)
 {
-	struct page *page = pfn_to_page(pfn);
+	struct folio *folio = page_folio(page);
+
+	if (folio_nr_pages(folio) != count)
+		return "not the whole folio";
+	if (folio_mapped(folio) ||
+	    (folio_order(folio) > 1 && !list_empty(&folio->_deferred_list)))
+		return "folio still in use";
+	if (!folio_ref_freeze(folio, 1))
+		return "folio still in use";
+	gcma_clear_compound(page, count);
+	return NULL;
+}
+
+/*
+ * Take the allocation's reference of each of the @count plain pages from
+ * @page, in one pass: an atomic 1 -> 0 per page, so that a reference
+ * taken concurrently (a speculative get by a pfn walker) is seen, and a
+ * page found in use or belonging to a folio (a head with its reference,
+ * a tail with none) undoes the pages already done.  Return NULL on
+ * success, else why the pages cannot be released.
+ */
+static const char *gcma_freeze_pages(struct page *page, unsigned long count)
+{
+	const char *why = NULL;
 	unsigned long i;
 
-	if (PageHead(page)) {
-		struct folio *folio = page_folio(page);
-
-		if (folio_nr_pages(folio) != count)
-			return "not the whole folio";
-		if (folio_ref_count(folio) != 1 || folio_mapped(folio))
-			return "folio still in use";
-		if (folio_order(folio) > 1 &&
-		    !list_empty(&folio->_deferred_list))
-			return "folio on a deferred split list";
-		return NULL;
-	}
 	for (i = 0; i < count; i++) {
 		struct page *p = nth_page(page, i);
 
-		if (PageCompound(p))
-			return "part of a folio";
-		if (page_ref_count(p) != 1)
-			return "pages still in use";
+		if (unlikely(PageHead(p))) {
+			why = "part of a folio";
+			break;
+		}
+		if (unlikely(!page_ref_freeze(p, 1))) {
+			why = PageTail(p) ? "part of a folio" : "pages still in use";
+			break;
+		}
 	}
-	return NULL;
+	if (why)
+		while (i--)
+			page_ref_unfreeze(nth_page(page, i), 1);
+	return why;
 }
 
 /**
@@ -265,7 +291,7 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count)
 {
 	const void *rs = gcma_area_rs(area);
-	unsigned long pfn, start, i;
+	unsigned long pfn, start;
 	const char *why;
 	int ret;
 
@@ -279,19 +305,15 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 				    area->name, count, pfn);
 		return false;
 	}
-	why = gcma_release_refusal(pfn, count);
+	if (PageHead(pfn_to_page(pfn)))
+		why = gcma_freeze_folio(pfn_to_page(pfn), count);
+	else
+		why = gcma_freeze_pages(pfn_to_page(pfn), count);
 	if (why) {
 		/* Someone still holds the pages: keep the range allocated. */
 		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %s\n",
 				    area->name, count, pfn, why);
 		return false;
-	}
-	if (PageHead(pfn_to_page(pfn))) {
-		gcma_clear_compound(pfn_to_page(pfn), count);
-		set_page_count(pfn_to_page(pfn), 0);
-	} else {
-		for (i = 0; i < count; i++)
-			set_page_count(pfn_to_page(pfn + i), 0);
 	}
 	ret = gcma_rs_release(rs, start, count);
 	trace_gcma_release(area->name, pfn, count, !ret);

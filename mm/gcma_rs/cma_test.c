@@ -83,7 +83,51 @@ static void gcma_cma_alloc_release(struct kunit *test)
 	KUNIT_EXPECT_EQ_MSG(test, bad, 0, "pages without exactly one reference");
 	/* The memory is usable. */
 	memset(page_address(page), 0x5a, 100 * PAGE_SIZE);
+
+	/*
+	 * A page someone else still holds stops the release, and the pages
+	 * checked before it keep their reference.
+	 */
+	get_page(nth_page(page, 60));
+	KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, page, 100));
+	for (i = 0, bad = 0; i < 100; i++)
+		bad += page_ref_count(nth_page(page, i)) != (i == 60 ? 2 : 1);
+	KUNIT_EXPECT_EQ_MSG(test, bad, 0, "references changed by a refused release");
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + 100);
+	put_page(nth_page(page, 60));
+
 	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 100));
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+}
+
+/*
+ * A release of plain pages that runs into a folio is refused, whether it
+ * ends on the folio's head or covers part of it, and changes nothing.
+ */
+static void gcma_cma_plain_then_folio(struct kunit *test)
+{
+	struct gcma_cma_ctx *ctx = test->priv;
+	u64 used = gcma_cma_used(ctx);
+	struct folio *folio;
+	struct page *page;
+
+	/* First fit in an otherwise empty area: the folio follows the pages. */
+	page = cma_alloc(ctx->cma, 2, 1, false);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	folio = cma_alloc_folio(ctx->cma, 1, GFP_KERNEL | __GFP_COMP);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_ASSERT_EQ(test, folio_pfn(folio), page_to_pfn(page) + 2);
+
+	KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, page, 3));
+	KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, page, 4));
+	KUNIT_EXPECT_EQ(test, page_ref_count(page), 1);
+	KUNIT_EXPECT_EQ(test, page_ref_count(nth_page(page, 1)), 1);
+	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), 1);
+	KUNIT_EXPECT_TRUE(test, folio_test_large(folio));
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + 4);
+
+	KUNIT_EXPECT_TRUE(test, cma_free_folio(ctx->cma, folio));
+	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 2));
 	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
 }
 
@@ -201,6 +245,7 @@ static void gcma_cma_dma_coherent(struct kunit *test)
 static struct kunit_case gcma_cma_cases[] = {
 	KUNIT_CASE(gcma_cma_alloc_release),
 	KUNIT_CASE(gcma_cma_folio),
+	KUNIT_CASE(gcma_cma_plain_then_folio),
 	KUNIT_CASE(gcma_cma_dma_coherent),
 	{}
 };

@@ -4,21 +4,32 @@
  * GCMA crate): the debugfs trigger and the CMA calls it times.
  *
  * Writing a repeat count (or anything else, for 30) to
- * /sys/kernel/debug/gcma_bench runs the benchmark in the writer's context
- * and prints its table to the kernel log.  It compares the default DMA
- * CMA area ("reserved", from "cma=") with the first GCMA area, both
- * reached through cma_alloc()/cma_release().
+ * /sys/kernel/debug/gcma_bench runs the benchmark and prints its table to
+ * the kernel log; the write returns when it is done.  It compares the
+ * default DMA CMA area ("reserved", from "cma=") with the first GCMA area,
+ * both reached through cma_alloc()/cma_release().
+ *
+ * The benchmark runs in a kthread bound to one CPU at SCHED_FIFO's lowest
+ * priority: the program that keeps memory under pressure (a normal task)
+ * cannot preempt a call while it is timed, though it runs whenever the
+ * call sleeps, e.g. while CMA waits for a migration.  Being bound lets the
+ * timing use local_clock(), which is cheap everywhere; ktime_get_ns() may
+ * read a slow clocksource (HPET under QEMU costs microseconds per read).
  */
 
 #define pr_fmt(fmt) "gcma_bench: " fmt
 
 #include <linux/cma.h>
 #include <linux/debugfs.h>
+#include <linux/delay.h>
+#include <linux/completion.h>
 #include <linux/init.h>
 #include <linux/kernel.h>
+#include <linux/kthread.h>
 #include <linux/ktime.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/string.h>
 #include <linux/uaccess.h>
 
@@ -67,23 +78,67 @@ bool gcma_bench_release(struct cma *cma, struct page *pages,
 
 u64 gcma_bench_now_ns(void)
 {
+	return local_clock();
+}
+
+u64 gcma_bench_ktime_ns(void)
+{
 	return ktime_get_ns();
 }
 
-void gcma_bench_cond_resched(void)
+static u64 gcma_bench_last_pause;
+
+/*
+ * Between two timed pairs: after every 100 ms of running, sleep for a
+ * millisecond or two, so that normal tasks get this CPU too and the
+ * real-time throttle (950 ms of every second by default) never stops a
+ * timed call.  Sleeping after every pair instead would start each timed
+ * call cold; under QEMU's TCG, refilling the soft TLB after a switch costs
+ * tens of microseconds, more than a whole GCMA allocation.
+ */
+void gcma_bench_pause(void)
 {
-	cond_resched();
+	if (local_clock() - gcma_bench_last_pause < 100 * NSEC_PER_MSEC)
+		return;
+	usleep_range(1000, 2000);
+	gcma_bench_last_pause = local_clock();
+}
+
+struct gcma_bench_job {
+	unsigned int reps;
+	struct completion done;
+};
+
+static int gcma_bench_thread(void *data)
+{
+	struct gcma_bench_job *job = data;
+
+	sched_set_fifo_low(current);
+	gcma_bench_run(job->reps);
+	complete(&job->done);
+	return 0;
 }
 
 static ssize_t gcma_bench_write(struct file *file, const char __user *ubuf,
 				size_t len, loff_t *ppos)
 {
-	unsigned int reps;
+	struct gcma_bench_job job;
+	struct task_struct *t;
 
-	if (kstrtouint_from_user(ubuf, len, 0, &reps) || !reps || reps > 1000)
-		reps = 30;
+	if (kstrtouint_from_user(ubuf, len, 0, &job.reps) || !job.reps ||
+	    job.reps > 1000)
+		job.reps = 30;
+	init_completion(&job.done);
 	mutex_lock(&gcma_bench_lock);
-	gcma_bench_run(reps);
+	t = kthread_create(gcma_bench_thread, &job, "gcma_bench");
+	if (IS_ERR(t)) {
+		mutex_unlock(&gcma_bench_lock);
+		return PTR_ERR(t);
+	}
+	kthread_bind(t, raw_smp_processor_id());
+	wake_up_process(t);
+	/* The job lives on this stack: wait even if a signal comes. */
+	wait_for_completion(&job.done);
 	mutex_unlock(&gcma_bench_lock);
 	return len;
 }

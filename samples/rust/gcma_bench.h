@@ -21,6 +21,7 @@ struct page *gcma_bench_alloc(struct cma *cma, unsigned long count);
 bool gcma_bench_release(struct cma *cma, struct page *pages,
 			unsigned long count);
 u64 gcma_bench_now_ns(void);
-void gcma_bench_cond_resched(void);
+u64 gcma_bench_ktime_ns(void);
+void gcma_bench_pause(void);
 
 #endif /* _SAMPLES_RUST_GCMA_BENCH_H */

@@ -34,7 +34,8 @@ mod ffi {
             count: c_ulong,
         ) -> bool;
         pub(super) fn gcma_bench_now_ns() -> u64;
-        pub(super) fn gcma_bench_cond_resched();
+        pub(super) fn gcma_bench_ktime_ns() -> u64;
+        pub(super) fn gcma_bench_pause();
     }
 }
 
@@ -113,6 +114,20 @@ fn find(name: &CStr) -> Option<(*mut c_void, usize)> {
     Some((cma, unsafe { ffi::gcma_bench_cma_pages(cma) } as usize))
 }
 
+/// Mean cost of one call of `clock`, in nanoseconds, over 1000 calls.
+fn clock_cost(clock: unsafe extern "C" fn() -> u64) -> u64 {
+    const CALLS: u64 = 1000;
+    // SAFETY: the clocks are plain FFI calls without arguments.
+    let (t0, t1) = unsafe {
+        let t0 = ffi::gcma_bench_now_ns();
+        for _ in 0..CALLS {
+            clock();
+        }
+        (t0, ffi::gcma_bench_now_ns())
+    };
+    (t1 - t0) / CALLS
+}
+
 fn run(reps: usize) -> Result {
     let (Some((cma, cma_pages)), Some((gcma, gcma_pages))) =
         (find(c_str!("reserved")), find(c_str!("gcma0")))
@@ -124,6 +139,11 @@ fn run(reps: usize) -> Result {
         cma_pages,
         gcma_pages,
         reps
+    );
+    pr_info!(
+        "bench: clock reads: local_clock {} ns (used), ktime_get_ns {} ns\n",
+        clock_cost(ffi::gcma_bench_now_ns),
+        clock_cost(ffi::gcma_bench_ktime_ns)
     );
     pr_info!("bench: pages | CMA mean median p99 max fail | GCMA mean median p99 max fail | CMA/GCMA mean\n");
     let (mut cma_failed, mut gcma_failed) = (0, 0);
@@ -147,7 +167,7 @@ fn run(reps: usize) -> Result {
             time_one(cma, count, &mut c)?;
             time_one(gcma, count, &mut g)?;
             // SAFETY: FFI call from process context.
-            unsafe { ffi::gcma_bench_cond_resched() };
+            unsafe { ffi::gcma_bench_pause() };
         }
         match (c.summary(), g.summary()) {
             (Some(cs), Some(gs)) => pr_info!(
