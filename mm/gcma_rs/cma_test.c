@@ -255,4 +255,5 @@ static struct kunit_suite gcma_cma_suite = {
 	.init = gcma_cma_test_init,
 	.test_cases = gcma_cma_cases,
 };
+
 kunit_test_suite(gcma_cma_suite);
