@@ -293,6 +293,7 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 	const void *rs = gcma_area_rs(area);
 	unsigned long pfn, start;
 	const char *why;
+	bool folio;
 	int ret;
 
 	if (!rs || !pages || !count)
@@ -305,7 +306,8 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 				    area->name, count, pfn);
 		return false;
 	}
-	if (PageHead(pfn_to_page(pfn)))
+	folio = PageHead(pfn_to_page(pfn));
+	if (folio)
 		why = gcma_freeze_folio(pfn_to_page(pfn), count);
 	else
 		why = gcma_freeze_pages(pfn_to_page(pfn), count);
@@ -316,6 +318,16 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 		return false;
 	}
 	ret = gcma_rs_release(rs, start, count);
+	if (ret) {
+		/*
+		 * The map refused (a concurrent change since the check above):
+		 * give the pages back the state the caller handed them in.
+		 */
+		gcma_prep_pages(pfn_to_page(pfn), count,
+				folio ? __GFP_COMP : 0);
+		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %d\n",
+				    area->name, count, pfn, ret);
+	}
 	trace_gcma_release(area->name, pfn, count, !ret);
 	return !ret;
 }

@@ -145,47 +145,33 @@ trait Set {
     fn stats(&self) -> Stats;
 }
 
-impl Set for RcxList<u64> {
-    fn ins(&self, k: u64) -> Result<bool> {
-        self.insert(k, Some(k.wrapping_mul(3)))
-    }
-    fn rem(&self, k: u64) -> bool {
-        self.remove(k)
-    }
-    fn has(&self, k: u64) -> bool {
-        self.contains(k)
-    }
-    fn val(&self, k: u64) -> Option<u64> {
-        self.with_value(k, |v| v.copied()).flatten()
-    }
-    fn check(&self) -> Result<usize> {
-        RcxList::check(self)
-    }
-    fn stats(&self) -> Stats {
-        RcxList::stats(self)
-    }
+/// Both structures offer the same operations under the same names.
+macro_rules! impl_set {
+    ($($t:ident),*) => {$(
+        impl Set for $t<u64> {
+            fn ins(&self, k: u64) -> Result<bool> {
+                self.insert(k, Some(k.wrapping_mul(3)))
+            }
+            fn rem(&self, k: u64) -> bool {
+                self.remove(k)
+            }
+            fn has(&self, k: u64) -> bool {
+                self.contains(k)
+            }
+            fn val(&self, k: u64) -> Option<u64> {
+                self.with_value(k, |v| v.copied()).flatten()
+            }
+            fn check(&self) -> Result<usize> {
+                $t::check(self)
+            }
+            fn stats(&self) -> Stats {
+                $t::stats(self)
+            }
+        }
+    )*};
 }
 
-impl Set for RcxHash<u64> {
-    fn ins(&self, k: u64) -> Result<bool> {
-        self.insert(k, Some(k.wrapping_mul(3)))
-    }
-    fn rem(&self, k: u64) -> bool {
-        self.remove(k)
-    }
-    fn has(&self, k: u64) -> bool {
-        self.contains(k)
-    }
-    fn val(&self, k: u64) -> Option<u64> {
-        self.with_value(k, |v| v.copied()).flatten()
-    }
-    fn check(&self) -> Result<usize> {
-        RcxHash::check(self)
-    }
-    fn stats(&self) -> Stats {
-        RcxHash::stats(self)
-    }
-}
+impl_set!(RcxList, RcxHash);
 
 /// Random inserts, removes and lookups agree with a model (a bitmap), and
 /// the structure stays sorted and duplicate-free throughout.

@@ -324,43 +324,88 @@ impl Subject for RangeTree<usize> {
     }
 }
 
-/// The C rbtree under an `rwlock_t`.
+/// The C calls of one baseline structure `T`.
+struct COps<T> {
+    new: unsafe extern "C" fn() -> *mut T,
+    free: unsafe extern "C" fn(*mut T),
+    lookup: unsafe extern "C" fn(*mut T, c_ulong) -> c_ulong,
+    insert: unsafe extern "C" fn(*mut T, c_ulong, c_ulong, c_ulong) -> c_int,
+    remove: unsafe extern "C" fn(*mut T, c_ulong) -> c_int,
+}
+
+/// A baseline of the C side.  Its calls are a constant, so that each
+/// [`CTree`] calls them directly, as the Bonsai tree's are called.
+trait Baseline: 'static {
+    type Raw;
+    const OPS: COps<Self::Raw>;
+}
+
+/// The rbtree under an `rwlock_t`.
+struct Rb;
+
+impl Baseline for Rb {
+    type Raw = ffi::RbTree;
+    const OPS: COps<ffi::RbTree> = COps {
+        new: ffi::bonsai_bench_rb_new,
+        free: ffi::bonsai_bench_rb_free,
+        lookup: ffi::bonsai_bench_rb_lookup,
+        insert: ffi::bonsai_bench_rb_insert,
+        remove: ffi::bonsai_bench_rb_remove,
+    };
+}
+
+/// The maple tree in RCU mode.
+struct Maple;
+
+impl Baseline for Maple {
+    type Raw = ffi::MapleTree;
+    const OPS: COps<ffi::MapleTree> = COps {
+        new: ffi::bonsai_bench_mt_new,
+        free: ffi::bonsai_bench_mt_free,
+        lookup: ffi::bonsai_bench_mt_lookup,
+        insert: ffi::bonsai_bench_mt_insert,
+        remove: ffi::bonsai_bench_mt_remove,
+    };
+}
+
+/// A structure of baseline `B`.
 ///
 /// # Invariants
 ///
-/// `0` came from `bonsai_bench_rb_new()` and is freed only on drop.
-struct RbTree(NonNull<ffi::RbTree>);
+/// `0` came from `B::OPS.new` and is freed only on drop.
+struct CTree<B: Baseline>(NonNull<B::Raw>);
 
-// SAFETY: the C functions may be called from any thread; the tree's own
-// rwlock serialises writers against readers.
-unsafe impl Sync for RbTree {}
+// SAFETY: the C functions may be called from any thread and synchronise
+// internally: the rbtree's rwlock serialises writers against readers; the
+// maple tree's lookups run under RCU and its updates take its own lock.
+unsafe impl<B: Baseline> Sync for CTree<B> {}
 
-impl RbTree {
+impl<B: Baseline> CTree<B> {
     fn new() -> Result<Self> {
-        // SAFETY: FFI call without preconditions.
-        let t = unsafe { ffi::bonsai_bench_rb_new() };
-        // INVARIANT: a non-null result is a fresh tree.
+        // SAFETY: the constructors have no preconditions.
+        let t = unsafe { (B::OPS.new)() };
+        // INVARIANT: a non-null result is a fresh structure.
         NonNull::new(t).map(Self).ok_or(ENOMEM)
     }
 }
 
-impl Drop for RbTree {
+impl<B: Baseline> Drop for CTree<B> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant; `&mut self` means no user is left.
-        unsafe { ffi::bonsai_bench_rb_free(self.0.as_ptr()) };
+        unsafe { (B::OPS.free)(self.0.as_ptr()) };
     }
 }
 
-impl Subject for RbTree {
+impl<B: Baseline> Subject for CTree<B> {
     fn lookup(&self, addr: usize) -> usize {
-        // SAFETY: by the type invariant the tree is live.
-        unsafe { ffi::bonsai_bench_rb_lookup(self.0.as_ptr(), addr as c_ulong) as usize }
+        // SAFETY: by the type invariant the structure is live.
+        unsafe { (B::OPS.lookup)(self.0.as_ptr(), addr as c_ulong) as usize }
     }
 
     fn insert(&self, start: usize, end: usize, value: usize) -> bool {
-        // SAFETY: by the type invariant the tree is live.
+        // SAFETY: by the type invariant the structure is live.
         let r = unsafe {
-            ffi::bonsai_bench_rb_insert(
+            (B::OPS.insert)(
                 self.0.as_ptr(),
                 start as c_ulong,
                 end as c_ulong,
@@ -371,60 +416,8 @@ impl Subject for RbTree {
     }
 
     fn remove(&self, start: usize) -> bool {
-        // SAFETY: by the type invariant the tree is live.
-        unsafe { ffi::bonsai_bench_rb_remove(self.0.as_ptr(), start as c_ulong) == 0 }
-    }
-}
-
-/// The C maple tree in RCU mode.
-///
-/// # Invariants
-///
-/// `0` came from `bonsai_bench_mt_new()` and is freed only on drop.
-struct MapleTree(NonNull<ffi::MapleTree>);
-
-// SAFETY: the C functions may be called from any thread; lookups run
-// under RCU and updates take the maple tree's internal lock.
-unsafe impl Sync for MapleTree {}
-
-impl MapleTree {
-    fn new() -> Result<Self> {
-        // SAFETY: FFI call without preconditions.
-        let t = unsafe { ffi::bonsai_bench_mt_new() };
-        // INVARIANT: a non-null result is a fresh tree.
-        NonNull::new(t).map(Self).ok_or(ENOMEM)
-    }
-}
-
-impl Drop for MapleTree {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariant; `&mut self` means no user is left.
-        unsafe { ffi::bonsai_bench_mt_free(self.0.as_ptr()) };
-    }
-}
-
-impl Subject for MapleTree {
-    fn lookup(&self, addr: usize) -> usize {
-        // SAFETY: by the type invariant the tree is live.
-        unsafe { ffi::bonsai_bench_mt_lookup(self.0.as_ptr(), addr as c_ulong) as usize }
-    }
-
-    fn insert(&self, start: usize, end: usize, value: usize) -> bool {
-        // SAFETY: by the type invariant the tree is live.
-        let r = unsafe {
-            ffi::bonsai_bench_mt_insert(
-                self.0.as_ptr(),
-                start as c_ulong,
-                end as c_ulong,
-                value as c_ulong,
-            )
-        };
-        r == 0
-    }
-
-    fn remove(&self, start: usize) -> bool {
-        // SAFETY: by the type invariant the tree is live.
-        unsafe { ffi::bonsai_bench_mt_remove(self.0.as_ptr(), start as c_ulong) == 0 }
+        // SAFETY: by the type invariant the structure is live.
+        unsafe { (B::OPS.remove)(self.0.as_ptr(), start as c_ulong) == 0 }
     }
 }
 
@@ -701,8 +694,8 @@ fn rate_table() -> Result {
     if let Err(e) = bonsai.as_ref().debugfs_register(kernel::c_str!("bench")) {
         pr_warn!("bench: no debugfs view of the tree: {:?}\n", e);
     }
-    let rbtree = RbTree::new()?;
-    let maple = MapleTree::new()?;
+    let rbtree = CTree::<Rb>::new()?;
+    let maple = CTree::<Maple>::new()?;
     fill(&*bonsai, &order)?;
     fill(&rbtree, &order)?;
     fill(&maple, &order)?;
