@@ -9,12 +9,13 @@
  * default DMA CMA area ("reserved", from "cma=") with the first GCMA area,
  * both reached through cma_alloc()/cma_release().
  *
- * The benchmark runs in a kthread bound to one CPU at SCHED_FIFO's lowest
- * priority: the program that keeps memory under pressure (a normal task)
- * cannot preempt a call while it is timed, though it runs whenever the
- * call sleeps, e.g. while CMA waits for a migration.  Being bound lets the
- * timing use local_clock(), which is cheap everywhere; ktime_get_ns() may
- * read a slow clocksource (HPET under QEMU costs microseconds per read).
+ * The benchmark runs in a kthread bound to one CPU, first at normal
+ * priority, as any caller would, then at SCHED_FIFO's lowest priority
+ * (gcma_bench_set_fifo()), where the program that keeps memory under
+ * pressure (a normal task) cannot preempt a call while it is timed, though
+ * it runs whenever the call sleeps, e.g. while CMA waits for a migration.
+ * Being bound lets the timing use local_clock(), which is cheap
+ * everywhere; ktime_get_ns() may read a slow clocksource (QEMU's HPET).
  */
 
 #define pr_fmt(fmt) "gcma_bench: " fmt
@@ -109,11 +110,16 @@ struct gcma_bench_job {
 	struct completion done;
 };
 
+/* Called by the benchmark, on its kthread, between its two passes. */
+void gcma_bench_set_fifo(void)
+{
+	sched_set_fifo_low(current);
+}
+
 static int gcma_bench_thread(void *data)
 {
 	struct gcma_bench_job *job = data;
 
-	sched_set_fifo_low(current);
 	gcma_bench_run(job->reps);
 	complete(&job->done);
 	return 0;

@@ -23,5 +23,6 @@ bool gcma_bench_release(struct cma *cma, struct page *pages,
 u64 gcma_bench_now_ns(void);
 u64 gcma_bench_ktime_ns(void);
 void gcma_bench_pause(void);
+void gcma_bench_set_fifo(void);
 
 #endif /* _SAMPLES_RUST_GCMA_BENCH_H */

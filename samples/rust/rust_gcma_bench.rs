@@ -12,6 +12,9 @@
 //! GCMA through the CMA interface), alternating the two so that both see
 //! the same memory pressure, and prints mean, median, 99th percentile and
 //! maximum in microseconds, failures, and the CMA/GCMA ratio of the means.
+//! It does so twice: at normal priority, where the program keeping memory
+//! under pressure can preempt a call, and at `SCHED_FIFO`, where a call
+//! runs until it sleeps.
 //! Sizes larger than either area are skipped, so a failure always means an
 //! allocation that should have fit.
 
@@ -36,6 +39,7 @@ mod ffi {
         pub(super) fn gcma_bench_now_ns() -> u64;
         pub(super) fn gcma_bench_ktime_ns() -> u64;
         pub(super) fn gcma_bench_pause();
+        pub(super) fn gcma_bench_set_fifo();
     }
 }
 
@@ -128,24 +132,18 @@ fn clock_cost(clock: unsafe extern "C" fn() -> u64) -> u64 {
     (t1 - t0) / CALLS
 }
 
-fn run(reps: usize) -> Result {
-    let (Some((cma, cma_pages)), Some((gcma, gcma_pages))) =
-        (find(c_str!("reserved")), find(c_str!("gcma0")))
-    else {
-        return Err(ENODEV);
-    };
+/// The table of pass `pass`: every size, `reps` times, both areas
+/// alternately.  Returns the failures of CMA and of GCMA.
+fn table(
+    pass: usize,
+    (cma, cma_pages): (*mut c_void, usize),
+    (gcma, gcma_pages): (*mut c_void, usize),
+    reps: usize,
+) -> Result<(usize, usize)> {
     pr_info!(
-        "bench: alloc+release latency, us; CMA 'reserved' {} pages, GCMA 'gcma0' {} pages, {} runs per size\n",
-        cma_pages,
-        gcma_pages,
-        reps
+        "bench: pass {}: pages | CMA mean median p99 max fail | GCMA mean median p99 max fail | CMA/GCMA mean\n",
+        pass
     );
-    pr_info!(
-        "bench: clock reads: local_clock {} ns (used), ktime_get_ns {} ns\n",
-        clock_cost(ffi::gcma_bench_now_ns),
-        clock_cost(ffi::gcma_bench_ktime_ns)
-    );
-    pr_info!("bench: pages | CMA mean median p99 max fail | GCMA mean median p99 max fail | CMA/GCMA mean\n");
     let (mut cma_failed, mut gcma_failed) = (0, 0);
     let mut count = MIN_PAGES;
     while count <= MAX_PAGES {
@@ -199,10 +197,37 @@ fn run(reps: usize) -> Result {
         gcma_failed += g.failures;
         count *= 2;
     }
+    Ok((cma_failed, gcma_failed))
+}
+
+fn run(reps: usize) -> Result {
+    let (Some(cma), Some(gcma)) = (find(c_str!("reserved")), find(c_str!("gcma0"))) else {
+        return Err(ENODEV);
+    };
+    pr_info!(
+        "bench: alloc+release latency, us; CMA 'reserved' {} pages, GCMA 'gcma0' {} pages, {} runs per size\n",
+        cma.1,
+        gcma.1,
+        reps
+    );
+    pr_info!(
+        "bench: clock reads: local_clock {} ns (used), ktime_get_ns {} ns\n",
+        clock_cost(ffi::gcma_bench_now_ns),
+        clock_cost(ffi::gcma_bench_ktime_ns)
+    );
+    // First as any task would call, then with the pressure kept off the
+    // CPU while a call runs: the first includes the time a call waits
+    // for the CPU, the second is the allocators' own cost.
+    pr_info!("bench: pass 1 of 2: normal priority, preemptible by the pressure program\n");
+    let (c1, g1) = table(1, cma, gcma, reps)?;
+    // SAFETY: FFI call from the benchmark's own kthread.
+    unsafe { ffi::gcma_bench_set_fifo() };
+    pr_info!("bench: pass 2 of 2: SCHED_FIFO, a timed call runs until it sleeps\n");
+    let (c2, g2) = table(2, cma, gcma, reps)?;
     pr_info!(
         "bench: done: {} CMA and {} GCMA allocations failed\n",
-        cma_failed,
-        gcma_failed
+        c1 + c2,
+        g1 + g2
     );
     Ok(())
 }
