@@ -6,12 +6,11 @@ use crate::{tree::BalanceParams, RangeTree, RETIRE_BATCH};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::{
     c_str, delay,
-    kunit::suite::TestRng as Rng,
+    kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
     prelude::*,
     sync::{rcu, Arc, CondVar, Mutex},
     time::{ktime_ms_delta, Ktime},
-    workqueue,
 };
 
 /// Fault injection and live-node count of the node allocator, consulted by
@@ -395,17 +394,10 @@ fn concurrent_lookups_never_miss() -> Result {
     for k in (0..STRESS_SLOTS).step_by(2) {
         s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
     }
-    let mut readers = 0;
-    for i in 0..STRESS_READERS {
+    let readers = spawn_workers(STRESS_READERS, |i| {
         let r = s.clone();
-        let seed = 0x1234_0000 + i as u64;
-        if workqueue::system_unbound()
-            .try_spawn(GFP_KERNEL, move || stress_reader(r, seed))
-            .is_ok()
-        {
-            readers += 1;
-        }
-    }
+        move || stress_reader(r, 0x1234_0000 + i as u64)
+    });
     let before = s.tree.stats();
     let start = Ktime::ktime_get();
     let updates = stress_writer(&s);

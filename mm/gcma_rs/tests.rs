@@ -197,10 +197,11 @@ mod registry {
     use super::Rng;
     use core::sync::atomic::{AtomicUsize, Ordering};
     use kernel::{
-        bindings, delay, kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
+        bindings, delay,
+        kunit::suite::spawn_workers,
+        kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
         prelude::*,
         sync::{Arc, CondVar, Mutex},
-        workqueue,
     };
 
     /// The first area reserved at boot (the KUnit kernel boots with
@@ -359,16 +360,10 @@ mod registry {
             }),
             GFP_KERNEL,
         )?;
-        let mut started = 0;
-        for i in 0..WORKERS {
+        let started = spawn_workers(WORKERS, |i| {
             let w = s.clone();
-            if workqueue::system_unbound()
-                .try_spawn(GFP_KERNEL, move || worker(w, 0x5eed_0000 + i as u64))
-                .is_ok()
-            {
-                started += 1;
-            }
-        }
+            move || worker(w, 0x5eed_0000 + i as u64)
+        });
         worker(s.clone(), 0x5eed_ffff);
         {
             let mut done = s.done.lock();

@@ -11,12 +11,11 @@ use crate::{
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
     delay,
-    kunit::suite::TestRng as Rng,
+    kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq,
     mm::numa::{self, NodeId},
     prelude::*,
     sync::{rcu, Arc},
-    workqueue,
 };
 
 /// Every node has a word, and every word owns a whole cache line.
@@ -380,17 +379,10 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
         },
         GFP_KERNEL,
     )?;
-    let mut workers = 0;
-    for i in 0..STRESS_WORKERS {
+    let workers = spawn_workers(STRESS_WORKERS, |i| {
         let w = st.clone();
-        let seed = 0x5eed_0000 + i as u64;
-        if workqueue::system_unbound()
-            .try_spawn(GFP_KERNEL, move || stress_worker(w, seed))
-            .is_ok()
-        {
-            workers += 1;
-        }
-    }
+        move || stress_worker(w, 0x5eed_0000 + i as u64)
+    });
     while st.done.load(Ordering::Acquire) < workers {
         delay::msleep(10);
     }

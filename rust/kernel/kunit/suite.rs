@@ -63,6 +63,45 @@ impl TestRng {
     }
 }
 
+/// Starts `n` concurrent workers for a test on the `system_unbound`
+/// workqueue, worker `i` running the closure `make(i)` returns, and returns
+/// how many could be started (spawning allocates, so some may not).
+///
+/// The test waits for the workers itself, typically on a counter the
+/// closures share; it should check that all `n` started.
+///
+/// # Examples
+///
+/// ```
+/// use core::sync::atomic::{AtomicUsize, Ordering};
+/// use kernel::{kunit::suite::spawn_workers, sync::Arc};
+///
+/// let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+/// let started = spawn_workers(3, |_| {
+///     let done = done.clone();
+///     move || {
+///         done.fetch_add(1, Ordering::AcqRel);
+///     }
+/// });
+/// assert_eq!(started, 3);
+/// while done.load(Ordering::Acquire) < started {
+///     kernel::delay::msleep(1);
+/// }
+/// # Ok::<(), Error>(())
+/// ```
+pub fn spawn_workers<F>(n: usize, mut make: impl FnMut(usize) -> F) -> usize
+where
+    F: FnOnce() + Send + 'static,
+{
+    (0..n)
+        .filter(|&i| {
+            crate::workqueue::system_unbound()
+                .try_spawn(crate::alloc::flags::GFP_KERNEL, make(i))
+                .is_ok()
+        })
+        .count()
+}
+
 /// Signature of the function behind one test case.
 pub type CaseFn = fn() -> Result;
 
