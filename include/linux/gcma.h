@@ -14,6 +14,9 @@
 #include <linux/atomic.h>
 #include <linux/gfp_types.h>
 #include <linux/init.h>
+#include <linux/jump_label.h>
+#include <linux/list.h>
+#include <linux/spinlock_types.h>
 #include <linux/types.h>
 
 /* Upper bound on "gcma=" areas; more are refused with a boot message. */
@@ -35,6 +38,10 @@ struct page;
  * @rs: allocator state (Rust), published once by gcma_area_attach()
  * @kobj: /sys/kernel/mm/gcma/<name>, or NULL
  * @lat: allocations (successful or not) per latency bucket, log2 of ns
+ * @free_lock: protects @freed and @nr_freed; taken with interrupts off
+ * @freed: blocks the page allocator gave back (linked by page->lru, order
+ *	in page->private), not yet freed in the map
+ * @nr_freed: pages in @freed
  */
 struct gcma_area {
 	char name[GCMA_AREA_NAME_LEN];
@@ -44,6 +51,9 @@ struct gcma_area {
 	const void *rs;
 	struct kobject *kobj;
 	atomic_long_t lat[GCMA_LAT_BUCKETS];
+	spinlock_t free_lock;
+	struct list_head freed;
+	unsigned long nr_freed;
 };
 
 /**
@@ -55,6 +65,8 @@ struct gcma_area {
  * @alloc_fail: contiguous allocations that found no room
  * @discarded_pages: lent pages discarded for contiguous allocations
  * @released: contiguous releases
+ * @release_pending_pages: released pages still referenced elsewhere,
+ *	freed when their last reference goes
  */
 struct gcma_stats {
 	u64 total_pages;
@@ -64,6 +76,7 @@ struct gcma_stats {
 	u64 alloc_fail;
 	u64 discarded_pages;
 	u64 released;
+	u64 release_pending_pages;
 };
 
 /*
@@ -86,7 +99,30 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count);
 void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
+void gcma_drain_freed(struct gcma_area *area);
 int gcma_register_discard(gcma_discard_fn fn);
+struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
+
+DECLARE_STATIC_KEY_FALSE(gcma_in_service);
+bool __gcma_free_page(struct page *page, unsigned int order);
+
+/**
+ * gcma_free_page() - give a freed block of a GCMA area back to GCMA
+ * @page: first page of the block, after free_pages_prepare()
+ * @order: its order
+ *
+ * Called by the page allocator's free paths: the pages of a GCMA area
+ * must never reach the buddy lists, whoever drops their last reference.
+ * Costs a static branch while no area is in service.  Any context.
+ *
+ * Return: true if GCMA took the block.
+ */
+static inline bool gcma_free_page(struct page *page, unsigned int order)
+{
+	if (static_branch_unlikely(&gcma_in_service))
+		return __gcma_free_page(page, order);
+	return false;
+}
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_attach(struct gcma_area *area, const void *rs);
@@ -96,11 +132,16 @@ void gcma_call_discard(struct gcma_area *area, unsigned long pfn);
 int gcma_rs_init(void);
 int gcma_rs_alloc(const void *rs, unsigned long count, unsigned int align,
 		  unsigned long *start);
-int gcma_rs_check_allocated(const void *rs, unsigned long start,
-			    unsigned long count);
-int gcma_rs_release(const void *rs, unsigned long start, unsigned long count);
+int gcma_rs_begin_release(const void *rs, unsigned long start,
+			  unsigned long count);
+int gcma_rs_free(const void *rs, unsigned long start, unsigned long count);
 void gcma_rs_stats(const void *rs, struct gcma_stats *st);
 #else
+static inline bool gcma_free_page(struct page *page, unsigned int order)
+{
+	return false;
+}
+
 static inline void gcma_reserve(void) { }
 
 static inline struct page *gcma_alloc_gfp(struct gcma_area *area,

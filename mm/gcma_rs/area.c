@@ -8,14 +8,19 @@
  *
  * - gcma_area_attach() prepares the struct pages of an area once, at
  *   subsys_initcall: memblock left them PageReserved with a reference
- *   each; a free GCMA page has no flag and no reference, like a page
- *   that alloc_contig_range() is about to hand out.  They are never
- *   freed to the buddy allocator.
- * - gcma_alloc() and gcma_release() are the entry points: the pages of
- *   an allocation get one reference each, as alloc_contig_range() gives
- *   them, and lose it on release.  With __GFP_COMP (cma_alloc_folio())
- *   the range becomes one compound page with one reference on its head,
- *   and is turned back into plain free pages when the folio is released.
+ *   each; a free GCMA page has no flag and no reference, like a free page
+ *   of the buddy allocator.  They are never freed to the buddy allocator.
+ * - gcma_alloc() and gcma_release() are the entry points.  An allocation
+ *   goes through the page allocator's own allocation steps
+ *   (post_alloc_hook(): init_on_alloc, KASAN, page_owner,
+ *   debug_pagealloc), then the pages get one reference each, as
+ *   alloc_contig_range() gives them; with __GFP_COMP (cma_alloc_folio())
+ *   the range becomes one compound page with one reference on its head.
+ * - A release drops the owner's references.  A page whose last reference
+ *   goes away, then or later, goes through free_pages_prepare() and back
+ *   to the area, never to the buddy allocator: the page allocator's free
+ *   paths call gcma_free_page() (behind a static key), which queues it on
+ *   its area, and every entry point of GCMA drains that queue.
  * - /sys/kernel/mm/gcma/<area>/ shows the counters of each area, and
  *   /sys/kernel/debug/gcma/<area>/alloc_latency a log2 histogram of the
  *   time gcma_alloc() takes; tracepoints gcma:gcma_alloc_start,
@@ -36,6 +41,8 @@
 #include <linux/page_ref.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/static_key.h>
 #include <linux/seq_file.h>
 #include <linux/sysfs.h>
 
@@ -45,6 +52,9 @@
 #include "../internal.h"
 
 static gcma_discard_fn gcma_discard;
+
+/* On once an area is in service: the page free paths then check pfns. */
+DEFINE_STATIC_KEY_FALSE(gcma_in_service);
 
 static unsigned long gcma_base_pfn(const struct gcma_area *area)
 {
@@ -76,6 +86,8 @@ void gcma_area_attach(struct gcma_area *area, const void *rs)
 {
 	unsigned long pfn, base = gcma_base_pfn(area);
 
+	spin_lock_init(&area->free_lock);
+	INIT_LIST_HEAD(&area->freed);
 	for (pfn = base; pfn < base + gcma_nr_pages(area); pfn++) {
 		struct page *page = pfn_to_page(pfn);
 
@@ -86,9 +98,92 @@ void gcma_area_attach(struct gcma_area *area, const void *rs)
 	}
 	/* The pages are ready before the area can be seen in service. */
 	smp_store_release(&area->rs, rs);
+	static_branch_enable(&gcma_in_service);
 	gcma_sysfs_add(area);
 	gcma_debugfs_add(area);
 }
+
+/**
+ * __gcma_free_page() - take back a page of an area from the page allocator
+ * @page: first page of a block whose last reference is gone, after
+ *	free_pages_prepare() succeeded on it
+ * @order: order of the block
+ *
+ * Called by the page allocator's free paths, in any context (interrupts
+ * included), through gcma_free_page().  The block is queued on its area
+ * and freed in the area's map at the next GCMA call in process context
+ * (gcma_drain_freed()): the map's lock is never taken here.
+ *
+ * Return: true if the block belongs to a GCMA area and was taken; false
+ * if the page allocator should free it as usual.
+ */
+bool __gcma_free_page(struct page *page, unsigned int order)
+{
+	struct gcma_area *area = gcma_area_of_pfn(page_to_pfn(page));
+	unsigned long flags;
+
+	if (!area)
+		return false;
+	/* A block never straddles the end of an area: it was allocated in it. */
+	VM_WARN_ON_ONCE(page_to_pfn(page) + (1UL << order) >
+			gcma_base_pfn(area) + gcma_nr_pages(area));
+	set_page_private(page, order);
+	spin_lock_irqsave(&area->free_lock, flags);
+	list_add_tail(&page->lru, &area->freed);
+	area->nr_freed += 1UL << order;
+	spin_unlock_irqrestore(&area->free_lock, flags);
+	return true;
+}
+
+/* Frees @count pages from the area's page @start in its map. */
+static void gcma_free_range(struct gcma_area *area, unsigned long start,
+			    unsigned long count)
+{
+	int ret = gcma_rs_free(gcma_area_rs(area), start, count);
+
+	if (ret)
+		pr_err("%s: %lu freed pages at pfn %#lx are not allocated (%d); leaked\n",
+		       area->name, count, gcma_base_pfn(area) + start, ret);
+}
+
+/**
+ * gcma_drain_freed() - free in the map the blocks the page allocator gave back
+ * @area: the area
+ *
+ * Adjacent blocks are freed together.  Process context.
+ */
+void gcma_drain_freed(struct gcma_area *area)
+{
+	unsigned long base = gcma_base_pfn(area), run = 0, len = 0;
+	struct page *page, *next;
+	LIST_HEAD(list);
+
+	if (!gcma_area_rs(area) || list_empty_careful(&area->freed))
+		return;
+	spin_lock_irq(&area->free_lock);
+	list_splice_init(&area->freed, &list);
+	area->nr_freed = 0;
+	spin_unlock_irq(&area->free_lock);
+
+	list_for_each_entry_safe(page, next, &list, lru) {
+		unsigned long pfn = page_to_pfn(page);
+		unsigned long nr = 1UL << page_private(page);
+
+		list_del(&page->lru);
+		set_page_private(page, 0);
+		if (len && pfn == base + run + len) {
+			len += nr;
+			continue;
+		}
+		if (len)
+			gcma_free_range(area, run, len);
+		run = pfn - base;
+		len = nr;
+	}
+	if (len)
+		gcma_free_range(area, run, len);
+}
+EXPORT_SYMBOL_GPL(gcma_drain_freed);
 
 /**
  * gcma_register_discard() - register the secondary clients' discard hook
@@ -110,26 +205,35 @@ void gcma_call_discard(struct gcma_area *area, unsigned long pfn)
 		fn(area, pfn);
 }
 
-/* Give the @count free pages from @page the state an allocation returns. */
+/*
+ * Give the @count free pages from @page the state the page allocator gives
+ * an allocation: post_alloc_hook() on each naturally aligned block (or the
+ * whole range for a compound page), then one reference per page, or one on
+ * the head of the compound page.
+ */
 static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp)
 {
-	bool compound = gfp & __GFP_COMP;
-	unsigned long i;
+	unsigned long pfn = page_to_pfn(page), end = pfn + count;
 
-	/* One pass over the struct pages: the per-page work is the cost. */
-	for (i = 0; i < count; i++) {
-		struct page *p = nth_page(page, i);
+	if (gfp & __GFP_COMP) {
+		unsigned int order = ilog2(count);
 
-		page_kasan_tag_reset(p);
-		if (gfp & __GFP_ZERO)
-			clear_highpage(p);
-		if (!compound)
-			set_page_count(p, 1);
+		post_alloc_hook(page, order, gfp);
+		set_page_refcounted(page);
+		prep_compound_page(page, order);
+		return;
 	}
-	if (compound) {
-		/* One reference, on the head; tails keep a zero count. */
-		set_page_count(page, 1);
-		prep_compound_page(page, ilog2(count));
+	while (pfn < end) {
+		unsigned int order = min3((unsigned int)__ffs(pfn | BIT(MAX_PAGE_ORDER)),
+					  (unsigned int)ilog2(end - pfn),
+					  (unsigned int)MAX_PAGE_ORDER);
+		struct page *p = pfn_to_page(pfn);
+
+		post_alloc_hook(p, order, gfp);
+		set_page_refcounted(p);
+		if (order)
+			split_page(p, order);
+		pfn += 1UL << order;
 	}
 }
 
@@ -138,9 +242,13 @@ static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp)
  * @area: the area
  * @count: number of pages
  * @align: alignment of the first page, as a page order
- * @gfp: __GFP_NOWARN and __GFP_ZERO are honoured; with __GFP_COMP,
- *	@count must be a power of two and the pages form one compound page
- *	(a folio of that order, aligned to its size)
+ * @gfp: passed to the page allocator's allocation steps (__GFP_ZERO,
+ *	and init_on_alloc, zero the pages); __GFP_NOWARN is honoured; with
+ *	__GFP_COMP, @count must be a power of two and the pages form one
+ *	compound page (a folio of that order, aligned to its size)
+ *
+ * The first page's frame number is a multiple of 1 << @align.  May sleep:
+ * the pages of secondary clients in the range are discarded first.
  *
  * Return: the first page, or NULL if @count is 0, the area is not in
  * service or has no free range of @count pages at that alignment, or
@@ -155,8 +263,10 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 	u64 t0, ns;
 	int ret;
 
+	might_sleep();
 	if (!rs || !count)
 		return NULL;
+	gcma_drain_freed(area);
 	if (count == 1)
 		gfp &= ~__GFP_COMP;	/* an order-0 page is never compound */
 	if (gfp & __GFP_COMP) {
@@ -201,78 +311,50 @@ struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 EXPORT_SYMBOL_GPL(gcma_alloc);
 
 /*
- * Turn the compound page @head of @count pages back into plain pages, as
- * the page allocator does when it frees one: clear the head and tail marks
- * and the folio fields the tails' words hold.
+ * Why the range of @count pages from @page cannot be released, or NULL: a
+ * compound page is released whole, and a range of plain pages must not
+ * run into one.
  */
-static void gcma_clear_compound(struct page *head, unsigned long count)
+static const char *gcma_release_shape(struct page *page, unsigned long count)
 {
 	unsigned long i;
 
-	head[1].flags &= ~PAGE_FLAGS_SECOND;
-	for (i = 1; i < count; i++) {
-		struct page *p = nth_page(head, i);
-
-		clear_compound_head(p);
-		p->mapping = NULL;
-		p->index = 0;
-		set_page_private(p, 0);
-		p->flags &= ~PAGE_FLAGS_CHECK_AT_PREP;
-	}
-	head->mapping = NULL;
-	set_page_private(head, 0);
-	head->flags &= ~PAGE_FLAGS_CHECK_AT_PREP;
-}
-
-/*
- * Take the allocation's reference of the compound page at @page of @count
- * pages.  Return NULL on success, else why it cannot be released: it must
- * be released whole, unmapped and with only the allocation's reference.
- */
-static const char *gcma_freeze_folio(struct page *page, unsigned long count)
-{
-	struct folio *folio = page_folio(page);
-
-	if (folio_nr_pages(folio) != count)
-		return "not the whole folio";
-	if (folio_mapped(folio) ||
-	    (folio_order(folio) > 1 && !list_empty(&folio->_deferred_list)))
-		return "folio still in use";
-	if (!folio_ref_freeze(folio, 1))
-		return "folio still in use";
-	gcma_clear_compound(page, count);
+	if (PageHead(page))
+		return folio_nr_pages(page_folio(page)) == count ?
+		       NULL : "not the whole folio";
+	for (i = 0; i < count; i++)
+		if (PageCompound(nth_page(page, i)))
+			return "part of a folio";
 	return NULL;
 }
 
 /*
- * Take the allocation's reference of each of the @count plain pages from
- * @page, in one pass: an atomic 1 -> 0 per page, so that a reference
- * taken concurrently (a speculative get by a pfn walker) is seen, and a
- * page found in use or belonging to a folio (a head with its reference,
- * a tail with none) undoes the pages already done.  Return NULL on
- * success, else why the pages cannot be released.
+ * Drop the owner's reference of each of the @count plain pages from @page
+ * (area page @start on).  A page whose reference was the last is freed
+ * now; one still referenced elsewhere is freed by the page allocator's
+ * free path (gcma_free_page()) when its last reference goes.
  */
-static const char *gcma_freeze_pages(struct page *page, unsigned long count)
+static void gcma_put_pages(struct gcma_area *area, struct page *page,
+			   unsigned long start, unsigned long count)
 {
-	const char *why = NULL;
-	unsigned long i;
+	unsigned long i, run = 0;
 
 	for (i = 0; i < count; i++) {
 		struct page *p = nth_page(page, i);
 
-		if (unlikely(PageHead(p))) {
-			why = "part of a folio";
-			break;
-		}
-		if (unlikely(!page_ref_freeze(p, 1))) {
-			why = PageTail(p) ? "part of a folio" : "pages still in use";
-			break;
-		}
+		if (put_page_testzero(p) && free_pages_prepare(p, 0))
+			continue;
+		/*
+		 * Still referenced, or found in a bad state (reported by
+		 * free_pages_prepare() and kept out of use, as the buddy
+		 * allocator does).
+		 */
+		if (i > run)
+			gcma_free_range(area, start + run, i - run);
+		run = i + 1;
 	}
-	if (why)
-		while (i--)
-			page_ref_unfreeze(nth_page(page, i), 1);
-	return why;
+	if (count > run)
+		gcma_free_range(area, start + run, count - run);
 }
 
 /**
@@ -282,54 +364,66 @@ static const char *gcma_freeze_pages(struct page *page, unsigned long count)
  * @count: number of pages; plain pages may be released piecewise, a
  *	compound page (from __GFP_COMP) only whole
  *
- * Return: true if the pages were released; false, with a warning and
- * nothing changed, if any of them is not allocated from @area or is
- * still referenced by someone else (its reference count is not 1), or if
- * the range covers part of a compound page.
+ * Drops the allocation's reference of every page.  Pages nobody else
+ * references are free in the area when this returns; a page someone
+ * still holds (a speculative reference of a pfn walker, a pin) stays
+ * allocated, counted in release_pending_pages, until its last reference
+ * goes: the page allocator's free path then hands it back to GCMA.  Pages
+ * of an area never reach the buddy allocator.
+ *
+ * Return: false if @pages is not in @area (the caller must free the pages
+ * elsewhere); true otherwise, including for a release GCMA refuses
+ * because it is a caller's bug (pages not allocated or released already,
+ * part of a compound page): that is logged, and nothing changes.
  */
 bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count)
 {
 	const void *rs = gcma_area_rs(area);
 	unsigned long pfn, start;
+	struct page *page;
 	const char *why;
-	bool folio;
 	int ret;
 
-	if (!rs || !pages || !count)
+	if (!rs || !pages)
 		return false;
 	pfn = page_to_pfn(pages);
-	start = pfn - gcma_base_pfn(area);
 	if (pfn < gcma_base_pfn(area) ||
-	    gcma_rs_check_allocated(rs, start, count)) {
-		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: not allocated\n",
-				    area->name, count, pfn);
+	    pfn >= gcma_base_pfn(area) + gcma_nr_pages(area))
 		return false;
-	}
-	folio = PageHead(pfn_to_page(pfn));
-	if (folio)
-		why = gcma_freeze_folio(pfn_to_page(pfn), count);
+	start = pfn - gcma_base_pfn(area);
+	page = pfn_to_page(pfn);
+	/* Pages freed behind GCMA's back are not released twice. */
+	gcma_drain_freed(area);
+
+	if (!count || count > gcma_nr_pages(area) - start)
+		why = "range not in the area";
 	else
-		why = gcma_freeze_pages(pfn_to_page(pfn), count);
+		why = gcma_release_shape(page, count);
+	if (!why) {
+		ret = gcma_rs_begin_release(rs, start, count);
+		if (ret == -EEXIST)
+			why = "released already (double free)";
+		else if (ret)
+			why = "not allocated (double free?)";
+	}
 	if (why) {
-		/* Someone still holds the pages: keep the range allocated. */
-		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %s\n",
-				    area->name, count, pfn, why);
-		return false;
+		pr_err_ratelimited("%s: ignoring release of %lu pages at pfn %#lx: %s\n",
+				   area->name, count, pfn, why);
+		trace_gcma_release(area->name, pfn, count, false);
+		return true;
 	}
-	ret = gcma_rs_release(rs, start, count);
-	if (ret) {
-		/*
-		 * The map refused (a concurrent change since the check above):
-		 * give the pages back the state the caller handed them in.
-		 */
-		gcma_prep_pages(pfn_to_page(pfn), count,
-				folio ? __GFP_COMP : 0);
-		pr_warn_ratelimited("%s: refusing to release %lu pages at pfn %#lx: %d\n",
-				    area->name, count, pfn, ret);
+
+	if (PageHead(page)) {
+		/* Through __folio_put(): teardown and free path as for any folio. */
+		folio_put(page_folio(page));
+	} else {
+		gcma_put_pages(area, page, start, count);
 	}
-	trace_gcma_release(area->name, pfn, count, !ret);
-	return !ret;
+	/* A folio freed just now waits in the queue. */
+	gcma_drain_freed(area);
+	trace_gcma_release(area->name, pfn, count, true);
+	return true;
 }
 EXPORT_SYMBOL_GPL(gcma_release);
 
@@ -343,8 +437,10 @@ void gcma_stats(struct gcma_area *area, struct gcma_stats *st)
 	const void *rs = gcma_area_rs(area);
 
 	memset(st, 0, sizeof(*st));
-	if (rs)
-		gcma_rs_stats(rs, st);
+	if (!rs)
+		return;
+	gcma_drain_freed(area);
+	gcma_rs_stats(rs, st);
 }
 EXPORT_SYMBOL_GPL(gcma_stats);
 
@@ -389,6 +485,8 @@ static struct gcma_stat_attr gcma_stat_attrs[] = {
 	  offsetof(struct gcma_stats, alloc_fail) },
 	{ __ATTR(discarded_pages, 0444, gcma_stat_show, NULL),
 	  offsetof(struct gcma_stats, discarded_pages) },
+	{ __ATTR(release_pending_pages, 0444, gcma_stat_show, NULL),
+	  offsetof(struct gcma_stats, release_pending_pages) },
 };
 
 static struct attribute *gcma_attrs[] = {
@@ -398,6 +496,7 @@ static struct attribute *gcma_attrs[] = {
 	&gcma_stat_attrs[3].attr.attr,
 	&gcma_stat_attrs[4].attr.attr,
 	&gcma_stat_attrs[5].attr.attr,
+	&gcma_stat_attrs[6].attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gcma);

@@ -66,6 +66,30 @@
 //! Only after step 3 may the range be handed to the primary client or
 //! released: [`AreaMap::release_primary`] refuses with `EBUSY` a range that
 //! still holds lent pages.
+//!
+//! # Releasing
+//!
+//! A primary owner gives pages back in two steps, because the pages may
+//! still be referenced by someone else (a pfn walker's speculative
+//! reference, a pinned user mapping) when the owner lets go of them:
+//! [`AreaMap::begin_release`] marks them *releasing*, refusing a range
+//! already releasing or not allocated (a double free), and
+//! [`AreaMap::release_primary`] frees them once their last reference is
+//! gone, possibly much later and piecewise.  A releasing page stays
+//! primary-owned, so no allocation can take it meanwhile.
+//!
+//! # Alignment
+//!
+//! Alignment is that of page frame numbers, not of page indices in the
+//! area: the map knows the frame number of its page 0
+//! ([`AreaMap::with_base`]), so an area at an odd base still returns
+//! naturally aligned ranges.
+//!
+//! # Bounded searches
+//!
+//! An aligned search may try many unaligned fits in a fragmented area.
+//! [`AreaMap::alloc_primary_from`] stops after a given number of tries and
+//! says where to go on, so that the caller can drop its lock in between.
 
 use core::ops::DerefMut;
 use kernel::prelude::*;
@@ -80,7 +104,7 @@ const RUN_FIELDS: usize = 3;
 /// fits in the address space (each level divides the words by `BITS`).
 const MAX_LEVELS: usize = 12;
 
-/// Number of `usize` words each of the two bitmaps needs for `nr_pages`.
+/// Number of `usize` words each of the bitmaps needs for `nr_pages`.
 pub(crate) const fn bitmap_words(nr_pages: usize) -> usize {
     nr_pages.div_ceil(BITS)
 }
@@ -253,6 +277,12 @@ pub(crate) struct AreaMap<S> {
     primary: S,
     /// Secondary bitmap, one bit per page.
     secondary: S,
+    /// Releasing bitmap, one bit per page: primary pages whose owner has
+    /// released them while their last reference is still held elsewhere.
+    releasing: S,
+    /// Page frame number of page 0, modulo any alignment: alignment is
+    /// counted on `base + page`.
+    base: usize,
     /// The tree, then the availability bitset.
     ///
     /// Tree nodes are numbered from the root, 1, the children of node `i`
@@ -269,6 +299,22 @@ pub(crate) struct AreaMap<S> {
     pending: usize,
     /// Pages with neither bit set.
     free: usize,
+    /// Pages with the releasing bit set.
+    releasing_pages: usize,
+    /// Calls of [`AreaMap::release_primary`] that freed pages, wrapping: a
+    /// caller that resumes a search can tell whether pages it passed may
+    /// have become free.
+    generation: usize,
+}
+
+/// Result of one bounded step of [`AreaMap::alloc_primary_from`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AllocStep {
+    /// The range was allocated.
+    Done(AllocOutcome),
+    /// The tries ran out: no aligned fit starts below this page; call
+    /// again from it.
+    Resume(usize),
 }
 
 /// Iterator over the lent pages of a range; see [`AreaMap::lent_in`].
@@ -292,18 +338,29 @@ impl<S: DerefMut<Target = [usize]>> Iterator for LentIter<'_, S> {
 }
 
 impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
-    /// Creates the map of an area of `nr_pages` pages, all free.
+    /// Creates the map of an area of `nr_pages` pages, all free, whose
+    /// page 0 has frame number 0 (see [`AreaMap::with_base`]).
     ///
     /// The buffers must have exactly [`bitmap_words`] words (`primary`,
-    /// `secondary`) and [`summary_words`] words (`summary`); they are
-    /// cleared.  Fails with `EINVAL` on `nr_pages == 0` or a wrong length.
-    pub(crate) fn new(nr_pages: usize, primary: S, secondary: S, summary: S) -> Result<Self> {
+    /// `secondary`, `releasing`) and [`summary_words`] words (`summary`);
+    /// they are cleared.  Fails with `EINVAL` on `nr_pages == 0` or a wrong
+    /// length.
+    pub(crate) fn new(
+        nr_pages: usize,
+        primary: S,
+        secondary: S,
+        releasing: S,
+        summary: S,
+    ) -> Result<Self> {
         if nr_pages == 0 {
             return Err(EINVAL);
         }
         let nr_words = bitmap_words(nr_pages);
         let summary_len = summary_words(nr_pages).ok_or(EINVAL)?;
-        if primary.len() != nr_words || secondary.len() != nr_words || summary.len() != summary_len
+        if primary.len() != nr_words
+            || secondary.len() != nr_words
+            || releasing.len() != nr_words
+            || summary.len() != summary_len
         {
             return Err(EINVAL);
         }
@@ -328,19 +385,31 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             level_off,
             primary,
             secondary,
+            releasing,
+            base: 0,
             summary,
             primary_used: 0,
             secondary_lent: 0,
             pending: 0,
             free: nr_pages,
+            releasing_pages: 0,
+            generation: 0,
         };
         map.primary.fill(0);
         map.secondary.fill(0);
+        map.releasing.fill(0);
         map.summary.fill(0);
         // All-zero summaries describe an area whose pages are all used:
         // mark every word changed.
         map.refresh(0, nr_words - 1);
         Ok(map)
+    }
+
+    /// Sets the page frame number of page 0: alignments are then those of
+    /// frame numbers.
+    pub(crate) fn with_base(mut self, base_pfn: usize) -> Self {
+        self.base = base_pfn;
+        self
     }
 
     /// Pages in the area.
@@ -370,6 +439,17 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         self.free
     }
 
+    /// Primary pages released by their owner but not freed yet (see
+    /// [`AreaMap::begin_release`]).
+    pub(crate) fn releasing(&self) -> usize {
+        self.releasing_pages
+    }
+
+    /// Changes each time [`AreaMap::release_primary`] frees pages.
+    pub(crate) fn generation(&self) -> usize {
+        self.generation
+    }
+
     /// Longest run of pages not owned by primary allocations (lent pages
     /// count as free): no unaligned primary allocation larger than this can
     /// succeed.
@@ -388,9 +468,10 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         Self::bit(&self.secondary, page)
     }
 
-    /// Allocates `count` contiguous pages whose first page is a multiple of
-    /// `1 << align_order`, at the lowest such address where none of the
-    /// pages is primary-owned, and marks them primary-owned.
+    /// Allocates `count` contiguous pages whose first page has a frame
+    /// number that is a multiple of `1 << align_order`, at the lowest such
+    /// address where none of the pages is primary-owned, and marks them
+    /// primary-owned.
     ///
     /// Pages lent to secondary clients may be taken; [`AllocOutcome::lent`]
     /// tells how many, and they must be discarded as described in the
@@ -400,6 +481,26 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// `align_order >= usize::BITS`; `ENOMEM` if `count > nr_pages` or no
     /// such range is free.
     pub(crate) fn alloc_primary(&mut self, count: usize, align_order: u32) -> Result<AllocOutcome> {
+        let mut from = 0;
+        loop {
+            match self.alloc_primary_from(count, align_order, from, usize::MAX)? {
+                AllocStep::Done(out) => return Ok(out),
+                AllocStep::Resume(next) => from = next,
+            }
+        }
+    }
+
+    /// As [`AreaMap::alloc_primary`], looking only at ranges that start at
+    /// `from` or above, and giving up after `tries` unaligned fits: then it
+    /// returns [`AllocStep::Resume`] with the page to go on from, having
+    /// changed nothing.  Each try costs `O(log n)`.
+    pub(crate) fn alloc_primary_from(
+        &mut self,
+        count: usize,
+        align_order: u32,
+        mut from: usize,
+        tries: usize,
+    ) -> Result<AllocStep> {
         if count == 0 {
             return Err(EINVAL);
         }
@@ -407,15 +508,22 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         if count > self.nr_pages {
             return Err(ENOMEM);
         }
-        let mut from = 0;
+        // Offset of page 0 from the previous aligned frame.
+        let phase = self.base % align;
+        let mut left = tries;
         let start = loop {
             let s = self.find(from, count).ok_or(ENOMEM)?;
-            let aligned = s.checked_next_multiple_of(align).ok_or(ENOMEM)?;
+            // `phase + s` cannot overflow: both are below the area's span.
+            let aligned = (phase + s).checked_next_multiple_of(align).ok_or(ENOMEM)? - phase;
             if aligned == s {
                 break s;
             }
             // No aligned start below `aligned` can fit: look again from there.
             from = aligned;
+            left = left.saturating_sub(1);
+            if left == 0 {
+                return Ok(AllocStep::Resume(from));
+            }
         };
         let end = start + count;
         let mut lent = 0;
@@ -430,12 +538,37 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         self.pending += lent;
         // The pages not lent were free.
         self.free -= count - lent;
-        Ok(AllocOutcome { start, count, lent })
+        Ok(AllocStep::Done(AllocOutcome { start, count, lent }))
     }
 
-    /// Releases the primary-owned pages `start..start + count`.
+    /// Marks the primary-owned pages `start..start + count` releasing:
+    /// their owner has let go of them, and [`AreaMap::release_primary`]
+    /// frees them once nobody else holds them.
     ///
-    /// A range may be released piecewise.  Errors, with the map unchanged:
+    /// Errors, with the map unchanged: `EINVAL` if `count == 0`, the range
+    /// is out of the area or any of its pages is not primary-owned;
+    /// `EEXIST` if any of its pages is releasing already.  Both mean a
+    /// double or wrong release by the caller.
+    pub(crate) fn begin_release(&mut self, start: usize, count: usize) -> Result {
+        let end = self.check_primary_range(start, count)?;
+        for (w, m) in WordMasks::new(start, end) {
+            if self.releasing.get(w).is_some_and(|r| r & m != 0) {
+                return Err(EEXIST);
+            }
+        }
+        for (w, m) in WordMasks::new(start, end) {
+            if let Some(r) = self.releasing.get_mut(w) {
+                *r |= m;
+            }
+        }
+        self.releasing_pages += count;
+        Ok(())
+    }
+
+    /// Frees the primary-owned pages `start..start + count`, releasing or
+    /// not (their releasing bits are cleared).
+    ///
+    /// A range may be freed piecewise.  Errors, with the map unchanged:
     /// `EINVAL` if `count == 0`, the range is out of the area or any of its
     /// pages is not primary-owned; `EBUSY` if any of its pages is still lent
     /// (see [`AreaMap::finish_discard`]).
@@ -446,14 +579,21 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
                 return Err(EBUSY);
             }
         }
+        let mut was_releasing = 0;
         for (w, m) in WordMasks::new(start, end) {
             if let Some(p) = self.primary.get_mut(w) {
                 *p &= !m;
             }
+            if let Some(r) = self.releasing.get_mut(w) {
+                was_releasing += (*r & m).count_ones() as usize;
+                *r &= !m;
+            }
         }
         self.refresh(start / BITS, (end - 1) / BITS);
         self.primary_used -= count;
+        self.releasing_pages -= was_releasing;
         self.free += count;
+        self.generation = self.generation.wrapping_add(1);
         Ok(())
     }
 
@@ -590,6 +730,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         let ok = |cond: bool| if cond { Ok(()) } else { Err(EINVAL) };
         ok(self.primary.len() == self.nr_words)?;
         ok(self.secondary.len() == self.nr_words)?;
+        ok(self.releasing.len() == self.nr_words)?;
         ok(Some(self.summary.len()) == summary_words(self.nr_pages))?;
         let last = self.nr_words - 1;
         let past_end = !self.tail_mask;
@@ -602,6 +743,13 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             lent += s.count_ones() as usize;
             both += (p & s).count_ones() as usize;
         }
+        let mut releasing = 0usize;
+        for (p, r) in self.primary.iter().zip(self.releasing.iter()) {
+            // Only primary pages can be releasing.
+            ok(r & !p == 0)?;
+            releasing += r.count_ones() as usize;
+        }
+        ok(releasing == self.releasing_pages)?;
         ok(prim == self.primary_used)?;
         ok(lent == self.secondary_lent)?;
         ok(both == self.pending)?;

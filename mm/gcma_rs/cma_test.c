@@ -9,17 +9,26 @@
  * entry points and the folio helpers are static inlines or macros that the
  * Rust bindings do not reach.  The allocator itself is tested from Rust
  * (mm/gcma_rs/tests.rs).  The kernel must boot with "gcma=16M" (at least
- * 2 MiB, for the PMD-sized folio); without "gcma.dma_cma=1" the DMA case is
- * skipped.
+ * 2 MiB, for the PMD-sized folio); without "gcma.dma_cma=1" the DMA cases
+ * are skipped, without "init_on_alloc=1" the zeroing case, and without a
+ * second, small area at an odd base ("gcma=1028K") the alignment case.
+ *
+ * The release contract under test: cma_release() on a GCMA area returns
+ * true for any range inside it (false makes dma_free_contiguous() hand the
+ * pages to the buddy allocator), and pages of the area never reach the
+ * buddy allocator, whoever drops their last reference.
  */
 
 #include <kunit/device.h>
 #include <kunit/test.h>
 #include <linux/cma.h>
+#include <linux/delay.h>
 #include <linux/dma-map-ops.h>
 #include <linux/dma-mapping.h>
 #include <linux/gcma.h>
+#include <linux/kthread.h>
 #include <linux/mm.h>
+#include <linux/page-flags.h>
 #include <linux/string.h>
 
 #include "../cma.h"
@@ -54,6 +63,32 @@ static u64 gcma_cma_used(struct gcma_cma_ctx *ctx)
 	return st.primary_used_pages;
 }
 
+static u64 gcma_cma_pending(struct gcma_cma_ctx *ctx)
+{
+	struct gcma_stats st;
+
+	gcma_stats(ctx->area, &st);
+	return st.release_pending_pages;
+}
+
+/*
+ * Pages of the area found in the buddy allocator's free lists, or free
+ * (no reference) while GCMA counts them in use: either means a release
+ * let pages escape.  Free pages must have no reference and no flag GCMA
+ * did not leave there.
+ */
+static unsigned long gcma_cma_escaped(struct gcma_cma_ctx *ctx)
+{
+	unsigned long i, bad = 0;
+
+	for (i = 0; i < ctx->nr_pages; i++) {
+		struct page *p = pfn_to_page(ctx->base_pfn + i);
+
+		bad += PageBuddy(p);
+	}
+	return bad;
+}
+
 static bool gcma_cma_in_area(struct gcma_cma_ctx *ctx, const struct page *page,
 			     unsigned long count)
 {
@@ -85,23 +120,37 @@ static void gcma_cma_alloc_release(struct kunit *test)
 	memset(page_address(page), 0x5a, 100 * PAGE_SIZE);
 
 	/*
-	 * A page someone else still holds stops the release, and the pages
-	 * checked before it keep their reference.
+	 * A page someone else still holds does not stop the release (false
+	 * would make DMA callers free the pages to the buddy allocator): the
+	 * others are free at once, that one when its last reference goes.
 	 */
 	get_page(nth_page(page, 60));
-	KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, page, 100));
-	for (i = 0, bad = 0; i < 100; i++)
-		bad += page_ref_count(nth_page(page, i)) != (i == 60 ? 2 : 1);
-	KUNIT_EXPECT_EQ_MSG(test, bad, 0, "references changed by a refused release");
-	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + 100);
-	put_page(nth_page(page, 60));
-
 	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 100));
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + 1);
+	KUNIT_EXPECT_EQ(test, gcma_cma_pending(ctx), 1);
+	KUNIT_EXPECT_EQ(test, page_ref_count(nth_page(page, 60)), 1);
+	for (i = 0, bad = 0; i < 100; i++)
+		bad += i != 60 && page_ref_count(nth_page(page, i)) != 0;
+	KUNIT_EXPECT_EQ_MSG(test, bad, 0, "released pages still referenced");
+	put_page(nth_page(page, 60));
 	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, gcma_cma_pending(ctx), 0);
+	KUNIT_EXPECT_EQ(test, page_ref_count(nth_page(page, 60)), 0);
+	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
+
+	/* A double free is ignored (and logged), and frees nothing else. */
+	page = cma_alloc(ctx->cma, 8, 0, false);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 8));
+	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 8));
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
+	/* Outside the area: not GCMA's, CMA refuses as before. */
+	KUNIT_EXPECT_FALSE(test, gcma_release(ctx->area, pfn_to_page(ctx->base_pfn - 1), 1));
 }
 
 /*
- * A release of plain pages that runs into a folio is refused, whether it
+ * A release of plain pages that runs into a folio is ignored, whether it
  * ends on the folio's head or covers part of it, and changes nothing.
  */
 static void gcma_cma_plain_then_folio(struct kunit *test)
@@ -118,8 +167,9 @@ static void gcma_cma_plain_then_folio(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, folio);
 	KUNIT_ASSERT_EQ(test, folio_pfn(folio), page_to_pfn(page) + 2);
 
-	KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, page, 3));
-	KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, page, 4));
+	/* Ignored, as wrong releases are: the range is GCMA's all the same. */
+	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 3));
+	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, 4));
 	KUNIT_EXPECT_EQ(test, page_ref_count(page), 1);
 	KUNIT_EXPECT_EQ(test, page_ref_count(nth_page(page, 1)), 1);
 	KUNIT_EXPECT_EQ(test, folio_ref_count(folio), 1);
@@ -154,8 +204,9 @@ static void gcma_cma_check_folio(struct kunit *test, struct gcma_cma_ctx *ctx,
 
 /*
  * cma_alloc_folio() gives a folio of the order asked for, aligned to its
- * size; cma_free_folio() refuses it while someone else holds a reference,
- * and part of it is never released; once freed, its pages are plain again.
+ * size; a folio freed while someone else holds a reference goes back to
+ * GCMA when that reference goes; part of it is never released; once freed,
+ * its pages are plain again.
  */
 static void gcma_cma_folio(struct kunit *test)
 {
@@ -175,19 +226,27 @@ static void gcma_cma_folio(struct kunit *test)
 		gcma_cma_check_folio(test, ctx, folio, order);
 		KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + nr);
 
-		/* Another reference, or half of the folio: refused. */
-		folio_get(folio);
-		KUNIT_EXPECT_FALSE(test, cma_free_folio(ctx->cma, folio));
-		folio_put(folio);
-		KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, &folio->page, nr / 2));
-		KUNIT_EXPECT_FALSE(test, cma_release(ctx->cma, folio_page(folio, nr / 2),
-						     nr / 2));
+		/* Half of the folio: ignored. */
+		KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, &folio->page, nr / 2));
+		KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, folio_page(folio, nr / 2),
+						    nr / 2));
 		KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + nr);
+		KUNIT_EXPECT_EQ(test, gcma_cma_pending(ctx), 0);
 		gcma_cma_check_folio(test, ctx, folio, order);
 
+		/* Freed while referenced: back when the reference goes. */
 		page = &folio->page;
+		folio_get(folio);
 		KUNIT_EXPECT_TRUE(test, cma_free_folio(ctx->cma, folio));
+		KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + nr);
+		KUNIT_EXPECT_EQ(test, gcma_cma_pending(ctx), nr);
+		/* A second free is ignored. */
+		KUNIT_EXPECT_TRUE(test, cma_free_folio(ctx->cma, folio));
+		KUNIT_EXPECT_EQ(test, folio_ref_count(folio), 1);
+		folio_put(folio);
 		KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+		KUNIT_EXPECT_EQ(test, gcma_cma_pending(ctx), 0);
+		KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
 		for (i = 0; i < nr; i++) {
 			struct page *p = nth_page(page, i);
 
@@ -242,11 +301,228 @@ static void gcma_cma_dma_coherent(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
 }
 
+/*
+ * A pfn walker: takes a speculative reference on every page that has one
+ * among the first GCMA_WALK_PAGES of the area, where first-fit allocations
+ * land (as compaction or page_idle do with folio_try_get()), holds it a
+ * moment, and drops it, until told to stop.
+ */
+#define GCMA_WALK_PAGES	128
+
+struct gcma_cma_walker {
+	struct gcma_cma_ctx *ctx;
+	unsigned long gets;
+};
+
+static int gcma_cma_walk(void *arg)
+{
+	struct gcma_cma_walker *w = arg;
+	unsigned long i;
+
+	while (!kthread_should_stop()) {
+		for (i = 0; i < min(w->ctx->nr_pages, GCMA_WALK_PAGES); i++) {
+			struct page *p = pfn_to_page(w->ctx->base_pfn + i);
+
+			if (!get_page_unless_zero(p))
+				continue;
+			w->gets++;
+			ndelay(200);
+			put_page(p);
+		}
+		cond_resched();
+	}
+	return 0;
+}
+
+/*
+ * Frees through cma_release() and the DMA API race the walker's transient
+ * references: every release succeeds, no page of the area ever reaches the
+ * buddy allocator, and once the walker stops the area is whole again.
+ */
+static void gcma_cma_release_race(struct kunit *test)
+{
+	struct gcma_cma_ctx *ctx = test->priv;
+	struct gcma_cma_walker w = { .ctx = ctx };
+	const size_t dma_size = 16 * PAGE_SIZE;
+	bool dma = IS_ENABLED(CONFIG_DMA_CMA) && dev_get_cma_area(NULL) == ctx->cma;
+	struct device *dev = NULL;
+	unsigned long round, refused = 0, escaped = 0;
+	struct task_struct *walker;
+	u64 used = gcma_cma_used(ctx);
+	struct page *page;
+
+	if (dma) {
+		dev = kunit_device_register(test, "gcma-race-test");
+		KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev);
+		KUNIT_ASSERT_EQ(test, dma_coerce_mask_and_coherent(dev, DMA_BIT_MASK(64)), 0);
+	}
+	walker = kthread_run(gcma_cma_walk, &w, "gcma-walker");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(walker));
+
+	for (round = 0; round < 400; round++) {
+		unsigned long n = 1 + round % 37;
+
+		/* No assertion in the loop: the walker must be stopped. */
+		page = cma_alloc(ctx->cma, n, 0, false);
+		if (!page) {
+			KUNIT_FAIL(test, "round %lu: cma_alloc(%lu) failed", round, n);
+			break;
+		}
+		refused += !cma_release(ctx->cma, page, n);
+		if (dma) {
+			dma_addr_t handle;
+			void *buf = dma_alloc_coherent(dev, dma_size, &handle, GFP_KERNEL);
+
+			if (!buf) {
+				KUNIT_FAIL(test, "round %lu: dma_alloc_coherent failed", round);
+				break;
+			}
+			dma_free_coherent(dev, dma_size, buf, handle);
+		}
+		if (!(round % 16)) {
+			escaped += gcma_cma_escaped(ctx);
+			cond_resched();
+		}
+	}
+	kthread_stop(walker);
+	kunit_info(test, "walker took %lu references", w.gets);
+	KUNIT_EXPECT_GT(test, w.gets, 0);
+	KUNIT_EXPECT_EQ(test, refused, 0);
+	KUNIT_EXPECT_EQ(test, escaped + gcma_cma_escaped(ctx), 0);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, gcma_cma_pending(ctx), 0);
+	/* Nothing leaked: the whole free part of the area is one range again. */
+	page = cma_alloc(ctx->cma, ctx->nr_pages - used, 0, false);
+	KUNIT_EXPECT_NOT_NULL(test, page);
+	if (page)
+		KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, page, ctx->nr_pages - used));
+}
+
+/*
+ * A DMA buffer freed twice: the second free must not hand the pages to the
+ * buddy allocator (dma_free_contiguous() does that when cma_release()
+ * returns false).  Goes through the DMA layer's free, which the double free
+ * of a driver reaches, without DMA-API debugging in the way.
+ */
+static void gcma_cma_dma_double_free(struct kunit *test)
+{
+	struct gcma_cma_ctx *ctx = test->priv;
+	u64 used = gcma_cma_used(ctx);
+	struct device *dev;
+	struct page *page;
+
+	if (!IS_ENABLED(CONFIG_DMA_CMA) || dev_get_cma_area(NULL) != ctx->cma)
+		kunit_skip(test, "gcma0 is not the default DMA area (boot with gcma.dma_cma=1)");
+	dev = kunit_device_register(test, "gcma-dfree-test");
+	KUNIT_ASSERT_NOT_ERR_OR_NULL(test, dev);
+	page = dma_alloc_contiguous(dev, 8 * PAGE_SIZE, GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	KUNIT_EXPECT_TRUE(test, gcma_cma_in_area(ctx, page, 8));
+	dma_free_contiguous(dev, page, 8 * PAGE_SIZE);
+	dma_free_contiguous(dev, page, 8 * PAGE_SIZE);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, page_ref_count(page), 0);
+	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
+}
+
+/*
+ * With init_on_alloc, reallocated pages read as zeros, as the page
+ * allocator would give them: the previous owner's data never leaks.
+ */
+static void gcma_cma_init_on_alloc(struct kunit *test)
+{
+	struct gcma_cma_ctx *ctx = test->priv;
+	struct page *page, *again;
+	unsigned long i, dirty = 0;
+
+	if (!want_init_on_alloc(GFP_KERNEL) || want_init_on_free())
+		kunit_skip(test, "boot with init_on_alloc=1 (and init_on_free=0)");
+	page = cma_alloc(ctx->cma, 32, 0, false);
+	KUNIT_ASSERT_NOT_NULL(test, page);
+	for (i = 0; i < 32; i++)
+		memset(page_address(nth_page(page, i)), 0xa5, PAGE_SIZE);
+	KUNIT_ASSERT_TRUE(test, cma_release(ctx->cma, page, 32));
+	/* First fit: the same pages come back. */
+	again = cma_alloc(ctx->cma, 32, 0, false);
+	KUNIT_ASSERT_PTR_EQ(test, again, page);
+	for (i = 0; i < 32; i++)
+		dirty += !!memchr_inv(page_address(nth_page(again, i)), 0, PAGE_SIZE);
+	KUNIT_EXPECT_EQ_MSG(test, dirty, 0, "pages still hold the previous owner's data");
+	KUNIT_EXPECT_TRUE(test, cma_release(ctx->cma, again, 32));
+}
+
+/*
+ * On an area whose first page frame number is odd ("gcma=1028K": areas
+ * below 2 MiB are placed at page alignment), every order up to the area's size gives
+ * a range whose frame number is a multiple of its size, or no range only
+ * when none fits.
+ */
+static void gcma_cma_odd_base_alignment(struct kunit *test)
+{
+	struct gcma_area *area = gcma_reserved_area(1);
+	unsigned long base, nr, order;
+
+	if (!area)
+		kunit_skip(test, "no second area: boot with gcma=16M gcma=1028K");
+	base = PHYS_PFN(area->base);
+	nr = area->size >> PAGE_SHIFT;
+	KUNIT_ASSERT_EQ_MSG(test, base % 2, 1, "gcma1 at pfn %#lx: not an odd base", base);
+	for (order = 0; (1UL << order) <= nr; order++) {
+		unsigned long count = 1UL << order;
+		unsigned long first = ALIGN(base, count);
+		bool fits = first + count <= base + nr;
+		struct page *page = gcma_alloc(area, count, order, true);
+
+		KUNIT_EXPECT_EQ_MSG(test, !!page, fits, "order %lu", order);
+		if (!page)
+			continue;
+		KUNIT_EXPECT_EQ_MSG(test, page_to_pfn(page) % count, 0,
+				    "order %lu at pfn %#lx", order, page_to_pfn(page));
+		KUNIT_EXPECT_EQ(test, page_to_pfn(page), first);
+		KUNIT_EXPECT_TRUE(test, gcma_release(area, page, count));
+	}
+	/* Folios too: aligned to their size whatever the base. */
+	for (order = 1; (1UL << order) <= nr; order++) {
+		struct page *page = gcma_alloc_gfp(area, 1UL << order, 0,
+						   GFP_KERNEL | __GFP_COMP | __GFP_NOWARN);
+
+		if (!page)
+			continue;
+		KUNIT_EXPECT_EQ(test, page_to_pfn(page) % (1UL << order), 0);
+		KUNIT_EXPECT_TRUE(test, gcma_release(area, page, 1UL << order));
+	}
+}
+
+static int gcma_cma_sum_plain(struct cma *cma, void *data)
+{
+	if (!cma_gcma(cma))
+		*(unsigned long *)data += cma_get_size(cma) >> PAGE_SHIFT;
+	return 0;
+}
+
+/*
+ * CmaTotal (totalcma_pages) counts the CMA areas whose pages the buddy
+ * allocator holds, not GCMA's, which never reach it: CmaTotal - CmaFree
+ * would otherwise count every idle GCMA area as used.
+ */
+static void gcma_cma_not_in_cmatotal(struct kunit *test)
+{
+	unsigned long plain = 0;
+
+	cma_for_each_area(gcma_cma_sum_plain, &plain);
+	KUNIT_EXPECT_EQ(test, totalcma_pages, plain);
+}
+
 static struct kunit_case gcma_cma_cases[] = {
 	KUNIT_CASE(gcma_cma_alloc_release),
 	KUNIT_CASE(gcma_cma_folio),
 	KUNIT_CASE(gcma_cma_plain_then_folio),
 	KUNIT_CASE(gcma_cma_dma_coherent),
+	KUNIT_CASE(gcma_cma_release_race),
+	KUNIT_CASE(gcma_cma_dma_double_free),
+	KUNIT_CASE(gcma_cma_init_on_alloc),
+	KUNIT_CASE(gcma_cma_odd_base_alignment),
+	KUNIT_CASE(gcma_cma_not_in_cmatotal),
 	{}
 };
 

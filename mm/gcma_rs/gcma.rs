@@ -28,7 +28,7 @@ use core::{
     sync::atomic::{AtomicUsize, Ordering},
 };
 use kernel::{
-    bindings,
+    bindings, delay,
     ffi::{c_int, c_uint, c_ulong, c_void},
     new_spinlock,
     prelude::*,
@@ -56,6 +56,17 @@ const __LOG_PREFIX: &[u8] = b"gcma\0";
 /// The page-state map of an area, on kernel-allocated buffers.
 type Map = area_map::AreaMap<KVec<usize>>;
 
+/// Unaligned fits an allocation tries under the area lock before it drops
+/// the lock and lets other tasks run: each try is a tree search, so this
+/// bounds the time the lock is held (with preemption off) to a few
+/// microseconds however fragmented the area is.
+const TRIES_PER_LOCK: usize = 32;
+
+/// Times an allocation that found no room starts its search again from
+/// the first page, when pages it had passed were freed while it did not
+/// hold the lock.
+const RESTARTS: usize = 2;
+
 /// The allocator state of one area in service.
 ///
 /// Created once per area by [`gcma_rs_init`] and never freed: `area.c`
@@ -76,7 +87,7 @@ struct Area {
     alloc_fail: AtomicUsize,
     /// Lent pages discarded for allocations.
     discarded: AtomicUsize,
-    /// Releases.
+    /// Releases (calls of `gcma_release()` that released pages).
     released: AtomicUsize,
 }
 
@@ -87,21 +98,43 @@ unsafe impl Send for Area {}
 unsafe impl Sync for Area {}
 
 impl Area {
-    /// Allocates `count` pages aligned to `1 << align` pages and returns
-    /// the first page's index in the area.
+    /// Allocates `count` pages whose first page frame number is aligned to
+    /// `1 << align` pages and returns the first page's index in the area.
+    ///
+    /// The search holds the lock for at most [`TRIES_PER_LOCK`] tries at a
+    /// time.  When it resumes, pages below where it stopped may have been
+    /// freed meanwhile: a search that then finds no room starts over from
+    /// the first page (at most [`RESTARTS`] times), so that an allocation
+    /// fails only if, during one whole pass, no aligned range was free.
     ///
     /// Pages lent to secondary clients inside the range are discarded
     /// outside the lock, as the `area_map` protocol requires, before the
     /// range is returned.
     fn alloc(&self, count: usize, align: u32) -> Result<usize> {
-        let res = self.map.lock().alloc_primary(count, align);
-        let out = match res {
-            Ok(out) => out,
-            Err(e) => {
-                if e == ENOMEM {
-                    self.alloc_fail.fetch_add(1, Ordering::Relaxed);
+        let (mut from, mut restarts) = (0, 0);
+        let mut generation = self.map.lock().generation();
+        let out = loop {
+            let (res, now) = {
+                let mut map = self.map.lock();
+                let res = map.alloc_primary_from(count, align, from, TRIES_PER_LOCK);
+                (res, map.generation())
+            };
+            match res {
+                Ok(area_map::AllocStep::Done(out)) => break out,
+                Ok(area_map::AllocStep::Resume(next)) => {
+                    from = next;
+                    delay::cond_resched();
                 }
-                return Err(e);
+                Err(e) if e == ENOMEM && from > 0 && now != generation && restarts < RESTARTS => {
+                    (from, generation) = (0, now);
+                    restarts += 1;
+                }
+                Err(e) => {
+                    if e == ENOMEM {
+                        self.alloc_fail.fetch_add(1, Ordering::Relaxed);
+                    }
+                    return Err(e);
+                }
             }
         };
         if out.lent > 0 {
@@ -130,17 +163,19 @@ impl Area {
         self.discarded.fetch_add(dropped, Ordering::Relaxed);
     }
 
-    /// Releases `start..start + count`; `EINVAL` if any page of it is not
-    /// allocated.
-    fn release(&self, start: usize, count: usize) -> Result {
-        self.map.lock().release_primary(start, count)?;
+    /// Marks the allocated range `start..start + count` releasing: its
+    /// owner let go of it.  `EINVAL` if any page of it is not allocated,
+    /// `EEXIST` if any is releasing already (a double release).
+    fn begin_release(&self, start: usize, count: usize) -> Result {
+        self.map.lock().begin_release(start, count)?;
         self.released.fetch_add(1, Ordering::Relaxed);
         Ok(())
     }
 
-    /// Whether every page of `start..start + count` is allocated.
-    fn is_allocated(&self, start: usize, count: usize) -> bool {
-        self.map.lock().is_primary_range(start, count)
+    /// Frees `start..start + count`, whose last reference is gone; `EINVAL`
+    /// if any page of it is not allocated.
+    fn free(&self, start: usize, count: usize) -> Result {
+        self.map.lock().release_primary(start, count)
     }
 }
 
@@ -151,7 +186,15 @@ fn init_area(area: &boot::ReservedArea) -> Result {
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
     let zeroed = |n: usize| -> Result<KVec<usize>> { Ok(KVec::from_elem(0, n, GFP_KERNEL)?) };
-    let map = Map::new(nr_pages, zeroed(words)?, zeroed(words)?, zeroed(summary)?)?;
+    let map = Map::new(
+        nr_pages,
+        zeroed(words)?,
+        zeroed(words)?,
+        zeroed(words)?,
+        zeroed(summary)?,
+    )?
+    // Alignment is that of page frame numbers.
+    .with_base(area.base_pfn());
     let free = map.free();
     let state = KBox::pin_init(
         pin_init!(Area {
@@ -242,42 +285,38 @@ pub unsafe extern "C" fn gcma_rs_alloc(
     }
 }
 
-/// Returns 0 if every page of `start..start + count` is allocated, else
-/// `-EINVAL`.
+/// Marks `start..start + count` releasing (see `gcma_release()`): 0;
+/// `-EINVAL` if any page of it is not allocated, `-EEXIST` if any is
+/// releasing already; nothing changes on error.
 ///
 /// # Safety
 ///
 /// `rs` as for [`area_of`].
 #[no_mangle]
-pub unsafe extern "C" fn gcma_rs_check_allocated(
+pub unsafe extern "C" fn gcma_rs_begin_release(
     rs: *const c_void,
     start: c_ulong,
     count: c_ulong,
 ) -> c_int {
     // SAFETY: guaranteed by the caller.
     let area = unsafe { area_of(rs) };
-    if area.is_allocated(start, count) {
-        0
-    } else {
-        EINVAL.to_errno()
+    match area.begin_release(start, count) {
+        Ok(()) => 0,
+        Err(e) => e.to_errno(),
     }
 }
 
-/// Releases `start..start + count`: 0, or `-EINVAL` with nothing changed
-/// if any page of it is not allocated.
+/// Frees `start..start + count`, whose pages have no reference left: 0, or
+/// `-EINVAL` with nothing changed if any page of it is not allocated.
 ///
 /// # Safety
 ///
 /// `rs` as for [`area_of`].
 #[no_mangle]
-pub unsafe extern "C" fn gcma_rs_release(
-    rs: *const c_void,
-    start: c_ulong,
-    count: c_ulong,
-) -> c_int {
+pub unsafe extern "C" fn gcma_rs_free(rs: *const c_void, start: c_ulong, count: c_ulong) -> c_int {
     // SAFETY: guaranteed by the caller.
     let area = unsafe { area_of(rs) };
-    match area.release(start, count) {
+    match area.free(start, count) {
         Ok(()) => 0,
         Err(e) => e.to_errno(),
     }
@@ -292,9 +331,14 @@ pub unsafe extern "C" fn gcma_rs_release(
 pub unsafe extern "C" fn gcma_rs_stats(rs: *const c_void, st: *mut bindings::gcma_stats) {
     // SAFETY: guaranteed by the caller.
     let area = unsafe { area_of(rs) };
-    let (total, used, lent) = {
+    let (total, used, lent, releasing) = {
         let map = area.map.lock();
-        (map.nr_pages(), map.primary_used(), map.secondary_lent())
+        (
+            map.nr_pages(),
+            map.primary_used(),
+            map.secondary_lent(),
+            map.releasing(),
+        )
     };
     let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
     let snapshot = bindings::gcma_stats {
@@ -305,6 +349,7 @@ pub unsafe extern "C" fn gcma_rs_stats(rs: *const c_void, st: *mut bindings::gcm
         alloc_fail: get(&area.alloc_fail),
         discarded_pages: get(&area.discarded),
         released: get(&area.released),
+        release_pending_pages: releasing as u64,
     };
     // SAFETY: guaranteed by the caller.
     unsafe { st.write(snapshot) };

@@ -139,10 +139,13 @@ static void __init gcma_set_dma_default(void)
 	pr_err("gcma.dma_cma: no area registered with CMA; default DMA area unchanged\n");
 }
 
+static bool gcma_reserve_called __initdata;
+
 void __init gcma_reserve(void)
 {
 	unsigned int i;
 
+	gcma_reserve_called = true;
 	for (i = 0; i < gcma_nr_requests; i++) {
 		struct gcma_request *req = &gcma_requests[i];
 		struct gcma_area *area;
@@ -201,6 +204,21 @@ struct gcma_area *gcma_reserved_area(unsigned int idx)
 	return idx < gcma_nr_areas ? &gcma_areas[idx] : NULL;
 }
 
+/* The area in service that holds @pfn, or NULL. */
+struct gcma_area *gcma_area_of_pfn(unsigned long pfn)
+{
+	unsigned int i;
+
+	for (i = 0; i < gcma_nr_areas; i++) {
+		struct gcma_area *area = &gcma_areas[i];
+		unsigned long base = PHYS_PFN(area->base);
+
+		if (pfn >= base && pfn - base < (area->size >> PAGE_SHIFT))
+			return READ_ONCE(area->rs) ? area : NULL;
+	}
+	return NULL;
+}
+
 struct gcma_area *gcma_area_by_name(const char *name)
 {
 	unsigned int i;
@@ -214,6 +232,9 @@ EXPORT_SYMBOL_GPL(gcma_area_by_name);
 
 static int __init gcma_init(void)
 {
+	/* An architecture whose setup code does not call gcma_reserve(). */
+	if (gcma_nr_requests && !gcma_reserve_called)
+		pr_err("gcma= ignored: this architecture does not reserve GCMA areas\n");
 	return gcma_rs_init();
 }
 subsys_initcall(gcma_init);

@@ -82,9 +82,14 @@ check_splats() {
 log="$out/kunit-run.log"
 set +e
 # gcma=16M: the area the GCMA suites work on; gcma.dma_cma=1 makes it the
-# default DMA CMA area, so gcma_cma's DMA case runs instead of skipping.
+# default DMA CMA area, so gcma_cma's DMA cases run instead of skipping.
+# gcma=1028K: a second area, below 2 MiB so placed by memblock at page
+# alignment, right below the first: at an odd page frame number (gcma_cma's
+# alignment case).
+# init_on_alloc=1: GCMA allocations must be zeroed as the page allocator's.
 "${kunit[@]}" run "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
-	--kernel_args="gcma=16M" --kernel_args="gcma.dma_cma=1" "${args[@]}" 2>&1 | tee "$log"
+	--kernel_args="gcma=16M" --kernel_args="gcma=1028K" --kernel_args="gcma.dma_cma=1" \
+	--kernel_args="init_on_alloc=1" "${args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e
 # kunit.py ends with "Testing complete. Ran N tests: passed: P, failed: F, ...".

@@ -13,8 +13,11 @@ check total_pages expect_eq "$(read_counter $G/total_pages)" 8192
 check starts_unused expect_eq "$(read_counter $G/primary_used_pages)" 0
 check nothing_lent expect_eq "$(read_counter $G/secondary_lent_pages)" 0
 
-# Only the plain CMA area's pages went to the buddy allocator.
+# Only the plain CMA area's pages went to the buddy allocator, and only
+# they count in CmaTotal (GCMA's are reported in /sys/kernel/mm/gcma).
 check gcma_not_in_buddy expect_le "$(read_counter /proc/meminfo CmaFree)" 32768
+check cmatotal_without_gcma expect_eq "$(read_counter /proc/meminfo CmaTotal)" 32768
+check release_pending_file expect_eq "$(read_counter $G/release_pending_pages)" 0
 
 # Allocate through CMA's debugfs: the pages come from GCMA.
 echo 100 > $C/gcma0/alloc

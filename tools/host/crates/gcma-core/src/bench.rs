@@ -90,7 +90,14 @@ impl Allocator for AreaMap<Vec<usize>> {
 pub(crate) fn new_area_map(pages: usize) -> AreaMap<Vec<usize>> {
     let words = bitmap_words(pages);
     let summary = summary_words(pages).expect("area too large");
-    AreaMap::new(pages, vec![0; words], vec![0; words], vec![0; summary]).expect("valid area")
+    AreaMap::new(
+        pages,
+        vec![0; words],
+        vec![0; words],
+        vec![0; words],
+        vec![0; summary],
+    )
+    .expect("valid area")
 }
 
 /// The allocators compared, first the one under test.

@@ -2,7 +2,7 @@
 
 //! Tests of the shared `area_map` module against a reference model.
 
-use crate::area_map::{bitmap_words, summary_words, AllocOutcome, AreaMap};
+use crate::area_map::{bitmap_words, summary_words, AllocOutcome, AllocStep, AreaMap};
 use crate::baseline::{FirstFit, Scan};
 use crate::bench::new_area_map;
 use crate::rng::Rng;
@@ -18,13 +18,22 @@ type Map = AreaMap<Vec<usize>>;
 struct Model {
     primary: Vec<bool>,
     lent: Vec<bool>,
+    releasing: Vec<bool>,
+    /// Frame number of page 0: alignment is counted on `base + page`.
+    base: usize,
 }
 
 impl Model {
     fn new(n: usize) -> Self {
+        Self::with_base(n, 0)
+    }
+
+    fn with_base(n: usize, base: usize) -> Self {
         Model {
             primary: vec![false; n],
             lent: vec![false; n],
+            releasing: vec![false; n],
+            base,
         }
     }
 
@@ -37,7 +46,8 @@ impl Model {
             return Err(EINVAL);
         }
         let align = 1usize << align_order;
-        let mut start = 0usize;
+        // First page whose frame number is aligned.
+        let mut start = (align - self.base % align) % align;
         while start.checked_add(count).is_some_and(|e| e <= self.n()) {
             if self.primary[start..start + count].iter().all(|p| !p) {
                 self.primary[start..start + count].fill(true);
@@ -76,7 +86,17 @@ impl Model {
         if self.lent[r.clone()].iter().any(|l| *l) {
             return Err(EBUSY);
         }
-        self.primary[r].fill(false);
+        self.primary[r.clone()].fill(false);
+        self.releasing[r].fill(false);
+        Ok(())
+    }
+
+    fn begin_release(&mut self, start: usize, count: usize) -> Result {
+        let r = self.primary_range(start, count)?;
+        if self.releasing[r.clone()].iter().any(|x| *x) {
+            return Err(EEXIST);
+        }
+        self.releasing[r].fill(true);
         Ok(())
     }
 
@@ -128,6 +148,10 @@ fn same(m: &Map, model: &Model) {
     assert_eq!(m.secondary_lent(), lent);
     assert_eq!(m.pending_discard(), both);
     assert_eq!(m.free(), n + both - prim - lent);
+    assert_eq!(
+        m.releasing(),
+        model.releasing.iter().filter(|r| **r).count()
+    );
     for i in 0..n {
         assert_eq!(m.is_primary(i), model.primary[i], "primary bit {i}");
         assert_eq!(m.is_lent(i), model.lent[i], "lent bit {i}");
@@ -163,23 +187,30 @@ fn buffer_sizes() {
 #[test]
 fn new_rejects_bad_arguments() {
     let ok = |n| (vec![0; bitmap_words(n)], summary_words(n).unwrap());
-    assert_eq!(Map::new(0, vec![], vec![], vec![0; 4]).err(), Some(EINVAL));
+    assert_eq!(
+        Map::new(0, vec![], vec![], vec![], vec![0; 4]).err(),
+        Some(EINVAL)
+    );
     let (w, s) = ok(100);
-    assert!(Map::new(100, w.clone(), w.clone(), vec![0; s]).is_ok());
+    assert!(Map::new(100, w.clone(), w.clone(), w.clone(), vec![0; s]).is_ok());
     assert_eq!(
-        Map::new(100, vec![0; 1], w.clone(), vec![0; s]).err(),
+        Map::new(100, vec![0; 1], w.clone(), w.clone(), vec![0; s]).err(),
         Some(EINVAL)
     );
     assert_eq!(
-        Map::new(100, w.clone(), vec![0; 3], vec![0; s]).err(),
+        Map::new(100, w.clone(), vec![0; 3], w.clone(), vec![0; s]).err(),
         Some(EINVAL)
     );
     assert_eq!(
-        Map::new(100, w.clone(), w.clone(), vec![0; s + 1]).err(),
+        Map::new(100, w.clone(), w.clone(), vec![0; 3], vec![0; s]).err(),
         Some(EINVAL)
     );
     assert_eq!(
-        Map::new(100, w.clone(), w, vec![0; s - 1]).err(),
+        Map::new(100, w.clone(), w.clone(), w.clone(), vec![0; s + 1]).err(),
+        Some(EINVAL)
+    );
+    assert_eq!(
+        Map::new(100, w.clone(), w.clone(), w, vec![0; s - 1]).err(),
         Some(EINVAL)
     );
 }
@@ -189,6 +220,7 @@ fn new_clears_dirty_buffers() {
     let n = 200;
     let m = Map::new(
         n,
+        vec![usize::MAX; bitmap_words(n)],
         vec![usize::MAX; bitmap_words(n)],
         vec![usize::MAX; bitmap_words(n)],
         vec![7; summary_words(n).unwrap()],
@@ -262,6 +294,109 @@ fn alignment_is_honoured() {
     m.release_primary(0, 1).unwrap();
     assert_eq!(m.alloc_primary(1, 40).unwrap().start, 0);
     m.check_invariants().unwrap();
+}
+
+#[test]
+fn alignment_counts_frame_numbers() {
+    // Page 0 of the area is frame 3 (mod 512): an order-k range must start
+    // at a page `s` with `3 + s` a multiple of `1 << k`, for every order up
+    // to the area's size.  Counting from page 0 instead gives start 0.
+    let n = 1024;
+    for base in [3usize, 0x7c001, 511, 0x100] {
+        for order in 0..=10u32 {
+            let mut m = map(n).with_base(base);
+            let mut model = Model::with_base(n, base);
+            let count = 1usize << order;
+            let got = m.alloc_primary(count, order);
+            assert_eq!(
+                got,
+                model.alloc(count, order),
+                "base {base:#x} order {order}"
+            );
+            if let Ok(out) = got {
+                assert_eq!((base + out.start) % count, 0);
+            }
+            // And again with the area fragmented by a first page taken.
+            let mut m = map(n).with_base(base);
+            let mut model = Model::with_base(n, base);
+            assert_eq!(m.alloc_primary(1, 0), model.alloc(1, 0));
+            assert_eq!(m.alloc_primary(count, order), model.alloc(count, order));
+            same(&m, &model);
+        }
+    }
+}
+
+#[test]
+fn bounded_search_resumes_where_it_stopped() {
+    // Holes of 4 pages at odd pages: an aligned request of 4 fits each
+    // hole only unaligned, so it tries each in turn.  With one try per call it must resume past each hole
+    // and end at the same first fit as the unbounded search.
+    let n = 4096;
+    let mut m = map(n);
+    let mut model = Model::new(n);
+    m.alloc_primary(n, 0).unwrap();
+    model.alloc(n, 0).unwrap();
+    for start in (1..3000).step_by(8) {
+        m.release_primary(start, 4).unwrap();
+        model.release(start, 4).unwrap();
+    }
+    m.release_primary(3500, 4).unwrap();
+    model.release(3500, 4).unwrap();
+    let mut from = 0;
+    let mut steps = 0;
+    let out = loop {
+        match m.alloc_primary_from(4, 2, from, 1).unwrap() {
+            AllocStep::Done(out) => break out,
+            AllocStep::Resume(next) => {
+                assert!(next > from, "no progress from {from}");
+                from = next;
+                steps += 1;
+            }
+        }
+    };
+    assert_eq!(Ok(out), model.alloc(4, 2));
+    assert!(steps > 300, "only {steps} steps");
+    same(&m, &model);
+    // A resumed search that finds nothing says so, unchanged.
+    assert_eq!(m.alloc_primary_from(4, 2, 0, 1000).err(), Some(ENOMEM));
+    same(&m, &model);
+}
+
+#[test]
+fn release_in_two_steps_refuses_double_release() {
+    let n = 300;
+    let mut m = map(n);
+    let mut model = Model::new(n);
+    assert_eq!(m.alloc_primary(100, 0), model.alloc(100, 0));
+    // Not allocated, or partly: refused, unchanged.
+    assert_eq!(m.begin_release(100, 1).err(), Some(EINVAL));
+    assert_eq!(m.begin_release(90, 20).err(), Some(EINVAL));
+    assert_eq!(m.begin_release(0, 0).err(), Some(EINVAL));
+    m.begin_release(0, 50).unwrap();
+    model.begin_release(0, 50).unwrap();
+    same(&m, &model);
+    // Releasing pages stay allocated: no allocation takes them.
+    assert_eq!(m.alloc_primary(1, 0), model.alloc(1, 0));
+    assert_eq!(m.alloc_primary(1, 0).unwrap().start, 101);
+    model.alloc(1, 0).unwrap();
+    // A second release of any of them is refused.
+    assert_eq!(m.begin_release(0, 50).err(), Some(EEXIST));
+    assert_eq!(m.begin_release(49, 2).err(), Some(EEXIST));
+    same(&m, &model);
+    // Freed piecewise as their last references go.
+    m.release_primary(10, 5).unwrap();
+    model.release(10, 5).unwrap();
+    same(&m, &model);
+    let g = m.generation();
+    m.release_primary(0, 10).unwrap();
+    model.release(0, 10).unwrap();
+    assert_ne!(m.generation(), g);
+    m.release_primary(15, 35).unwrap();
+    model.release(15, 35).unwrap();
+    same(&m, &model);
+    assert_eq!(m.releasing(), 0);
+    // Freed pages cannot be released again.
+    assert_eq!(m.begin_release(0, 1).err(), Some(EINVAL));
 }
 
 #[test]
@@ -492,6 +627,14 @@ enum Op {
         start: usize,
         count: usize,
     },
+    /// Begin releasing a live allocation, whole.
+    BeginLive {
+        pick: usize,
+    },
+    BeginAny {
+        start: usize,
+        count: usize,
+    },
 }
 
 fn op(n: usize) -> impl Strategy<Value = Op> {
@@ -506,11 +649,13 @@ fn op(n: usize) -> impl Strategy<Value = Op> {
         2 => any::<usize>().prop_map(|pick| Op::ReturnLent { pick }),
         1 => (0..=n + 1).prop_map(|page| Op::ReturnAny { page }),
         2 => any::<usize>().prop_map(|pick| Op::FinishLive { pick }),
-        1 => (0..=n + 1, size).prop_map(|(start, count)| Op::FinishAny { start, count }),
+        1 => (0..=n + 1, size.clone()).prop_map(|(start, count)| Op::FinishAny { start, count }),
+        1 => any::<usize>().prop_map(|pick| Op::BeginLive { pick }),
+        1 => (0..=n + 1, size).prop_map(|(start, count)| Op::BeginAny { start, count }),
     ]
 }
 
-fn scenario() -> impl Strategy<Value = (usize, Vec<Op>)> {
+fn scenario() -> impl Strategy<Value = (usize, usize, Vec<Op>)> {
     prop_oneof![
         4 => 1..=3 * BITS + 5,
         4 => 1..=700usize,
@@ -519,16 +664,20 @@ fn scenario() -> impl Strategy<Value = (usize, Vec<Op>)> {
         // Two levels of availability bitset.
         1 => BITS * BITS - 3..=BITS * BITS + 2 * BITS,
     ]
-    .prop_flat_map(|n| (Just(n), proptest::collection::vec(op(n), 1..200)))
+    .prop_flat_map(|n| {
+        // Frame number of page 0: aligned, or deliberately odd.
+        let base = prop_oneof![Just(0usize), 0..4096usize, Just(0x7c001)];
+        (Just(n), base, proptest::collection::vec(op(n), 1..200))
+    })
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
-    fn matches_reference_model((n, ops) in scenario()) {
-        let mut m = map(n);
-        let mut model = Model::new(n);
+    fn matches_reference_model((n, base, ops) in scenario()) {
+        let mut m = map(n).with_base(base);
+        let mut model = Model::with_base(n, base);
         let mut live: Vec<(usize, usize)> = Vec::new();
         for op in ops {
             match op {
@@ -536,7 +685,7 @@ proptest! {
                     let got = m.alloc_primary(count, align);
                     prop_assert_eq!(got, model.alloc(count, align));
                     if let Ok(a) = got {
-                        prop_assert_eq!(a.start % (1usize << align), 0);
+                        prop_assert_eq!((base + a.start) % (1usize << align), 0);
                         prop_assert!(live.iter().all(|&(s, c)| a.start + count <= s || s + c <= a.start));
                         live.push((a.start, count));
                     }
@@ -606,6 +755,19 @@ proptest! {
                     prop_assert_eq!(
                         m.finish_discard(start, count),
                         model.finish_discard(start, count)
+                    );
+                }
+                Op::BeginLive { pick } => {
+                    if live.is_empty() {
+                        continue;
+                    }
+                    let (s, c) = live[pick % live.len()];
+                    prop_assert_eq!(m.begin_release(s, c), model.begin_release(s, c));
+                }
+                Op::BeginAny { start, count } => {
+                    prop_assert_eq!(
+                        m.begin_release(start, count),
+                        model.begin_release(start, count)
                     );
                 }
             }
