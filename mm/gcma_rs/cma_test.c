@@ -303,30 +303,30 @@ static void gcma_cma_dma_coherent(struct kunit *test)
 
 /*
  * A pfn walker: takes a speculative reference on every page that has one
- * among the first GCMA_WALK_PAGES of the area, where first-fit allocations
- * land (as compaction or page_idle do with folio_try_get()), holds it a
- * moment, and drops it, until told to stop.
+ * in the range the test allocated last (as compaction or page_idle do with
+ * folio_try_get() on the pfns they scan), holds it a moment, and drops it,
+ * until told to stop.
  */
-#define GCMA_WALK_PAGES	128
-
 struct gcma_cma_walker {
-	struct gcma_cma_ctx *ctx;
+	unsigned long lo, hi;	/* pfns to walk, published by the test */
 	unsigned long gets;
 };
 
 static int gcma_cma_walk(void *arg)
 {
 	struct gcma_cma_walker *w = arg;
-	unsigned long i;
+	unsigned long pfn;
 
 	while (!kthread_should_stop()) {
-		for (i = 0; i < min(w->ctx->nr_pages, GCMA_WALK_PAGES); i++) {
-			struct page *p = pfn_to_page(w->ctx->base_pfn + i);
+		unsigned long lo = READ_ONCE(w->lo), hi = READ_ONCE(w->hi);
+
+		for (pfn = lo; pfn < hi; pfn++) {
+			struct page *p = pfn_to_page(pfn);
 
 			if (!get_page_unless_zero(p))
 				continue;
 			w->gets++;
-			ndelay(200);
+			udelay(2);
 			put_page(p);
 		}
 		cond_resched();
@@ -342,7 +342,7 @@ static int gcma_cma_walk(void *arg)
 static void gcma_cma_release_race(struct kunit *test)
 {
 	struct gcma_cma_ctx *ctx = test->priv;
-	struct gcma_cma_walker w = { .ctx = ctx };
+	struct gcma_cma_walker w = { };
 	const size_t dma_size = 16 * PAGE_SIZE;
 	bool dma = IS_ENABLED(CONFIG_DMA_CMA) && dev_get_cma_area(NULL) == ctx->cma;
 	struct device *dev = NULL;
@@ -368,6 +368,10 @@ static void gcma_cma_release_race(struct kunit *test)
 			KUNIT_FAIL(test, "round %lu: cma_alloc(%lu) failed", round, n);
 			break;
 		}
+		WRITE_ONCE(w.hi, 0);
+		WRITE_ONCE(w.lo, page_to_pfn(page));
+		WRITE_ONCE(w.hi, page_to_pfn(page) + n);
+		udelay(5);	/* let the walker reach the range */
 		refused += !cma_release(ctx->cma, page, n);
 		if (dma) {
 			dma_addr_t handle;
@@ -377,6 +381,10 @@ static void gcma_cma_release_race(struct kunit *test)
 				KUNIT_FAIL(test, "round %lu: dma_alloc_coherent failed", round);
 				break;
 			}
+			WRITE_ONCE(w.hi, 0);
+			WRITE_ONCE(w.lo, PHYS_PFN(handle));
+			WRITE_ONCE(w.hi, PHYS_PFN(handle) + dma_size / PAGE_SIZE);
+			udelay(5);
 			dma_free_coherent(dev, dma_size, buf, handle);
 		}
 		if (!(round % 16)) {
@@ -385,7 +393,7 @@ static void gcma_cma_release_race(struct kunit *test)
 		}
 	}
 	kthread_stop(walker);
-	kunit_info(test, "walker took %lu references", w.gets);
+	kunit_info(test, "walker took %lu references, %lu releases refused", w.gets, refused);
 	KUNIT_EXPECT_GT(test, w.gets, 0);
 	KUNIT_EXPECT_EQ(test, refused, 0);
 	KUNIT_EXPECT_EQ(test, escaped + gcma_cma_escaped(ctx), 0);
