@@ -249,7 +249,10 @@ impl FileKey {
 
 impl Key for FileKey {
     fn bucket_hash(&self) -> u64 {
-        mix(mix(mix(0, self.sb.into()), self.ino), self.generation.into())
+        mix(
+            mix(mix(0, self.sb.into()), self.ino),
+            self.generation.into(),
+        )
     }
 
     fn same_group(lo: &Self, hi: &Self) -> bool {
@@ -660,7 +663,10 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
         for _ in 0..EVICT_SCAN {
             let s = self.slots.get(p)?;
             if s.state == State::Ready && s.copiers == 0 {
-                let h = Handle { page: p, seq: s.seq };
+                let h = Handle {
+                    page: p,
+                    seq: s.seq,
+                };
                 let key = s.key.clone()?;
                 return match self.unbind(h) {
                     Unbound::Idle(p) => Some((p, key, h)),
@@ -762,9 +768,8 @@ pub(crate) trait Config: Sized {
 pub(crate) type BucketLock<C> = <<C as Config>::Platform as Platform>::Lock<<C as Config>::Map>;
 
 /// The page lock of an instance of configuration `C`.
-type PagesLock<C> = <<C as Config>::Platform as Platform>::Lock<
-    Pages<<C as Config>::Key, <C as Config>::Slots>,
->;
+type PagesLock<C> =
+    <<C as Config>::Platform as Platform>::Lock<Pages<<C as Config>::Key, <C as Config>::Slots>>;
 
 /// Source type of the copier of `C`.
 type Src<C> = <<C as Config>::Access as PageAccess>::Src;

@@ -90,7 +90,7 @@ impl Space for SwapKey {
     }
 
     fn group(g: u8) -> (Self, Self) {
-        if g % 3 == 0 {
+        if g.is_multiple_of(3) {
             // A range inside one cluster of device 0.
             let lo = SwapKey {
                 swap_type: 0,
@@ -310,7 +310,8 @@ proptest! {
 
 #[test]
 fn eviction_order_and_replacement() {
-    let d = host_dmem::<SwapKey, StdPlatform, _>(4, 3, 1, TableSupply::<StdPlatform>::new(3), false);
+    let d =
+        host_dmem::<SwapKey, StdPlatform, _>(4, 3, 1, TableSupply::<StdPlatform>::new(3), false);
     let k = |offset| SwapKey {
         swap_type: 0,
         offset,
@@ -333,7 +334,8 @@ fn eviction_order_and_replacement() {
 
 #[test]
 fn failed_store_drops_stale_entry() {
-    let d = host_dmem::<FileKey, StdPlatform, _>(2, 2, 1, TableSupply::<StdPlatform>::new(2), false);
+    let d =
+        host_dmem::<FileKey, StdPlatform, _>(2, 2, 1, TableSupply::<StdPlatform>::new(2), false);
     let k = FileKey::file_range(1, 2, 3).0;
     assert_eq!(d.store(&k, &[1]), StoreOutcome::Stored);
     fault::fail_after(0);
@@ -375,7 +377,10 @@ fn primary_allocation_over_area_map() {
         assert!(d.discard(p));
         from = p + 1;
     }
-    assert_eq!(area.with(|m| m.finish_discard(out.start, out.count)), Ok(70));
+    assert_eq!(
+        area.with(|m| m.finish_discard(out.start, out.count)),
+        Ok(70)
+    );
     area.with(|m| m.check_invariants()).expect("area map");
     let s = d.stats();
     assert_eq!((s.discards, s.stored_pages), (70, 80));
