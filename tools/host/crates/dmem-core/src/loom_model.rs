@@ -17,6 +17,15 @@
 //! Run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release -p dmem-core --lib`
 //! (`LOOM_MAX_PREEMPTIONS` bounds the preemptions; unbounded by default).
+//!
+//! Checked by mutation when this model was written: letting
+//! `Dmem::discard` return without waiting for the copies in flight fails
+//! `discard_vs_load_*` ("discard returned during a copy") and
+//! `discard_vs_store` ("store wrote after the discard"); with that check
+//! disabled and loads also ignoring a discard seen after their copy, the
+//! load models fail with a torn page ("load hit with wrong bytes"); giving
+//! a busy page back at once on invalidation, instead of marking it dead for
+//! the last copy to give back, fails `invalidate_vs_load`.
 
 use loom::sync::Arc;
 use loom::thread;
