@@ -23,6 +23,10 @@ rc_loom=${PIPESTATUS[0]}
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$repo/tools/host/target/loom" \
 	cargo test --release -p rcx-core --test loom 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc_loom=1
+# dmem-core's shared module is pub(crate): its loom model is in the library.
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$repo/tools/host/target/loom" \
+	cargo test --release -p dmem-core --lib 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc_loom=1
 [ "$rc" -ne 0 ] || rc=$rc_loom
 # "test result: ok. 12 passed; 0 failed; 0 ignored; ..." once per test binary.
 passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | grep -oE '[0-9]+ passed' |

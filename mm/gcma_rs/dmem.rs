@@ -1,0 +1,1187 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! DMEM: a store of discardable pages kept in lent GCMA area pages.
+//!
+//! DMEM is the secondary client of GCMA.  It keeps copies of pages the
+//! kernel has already written elsewhere — clean file pages evicted from the
+//! page cache, and swapped-out pages written through to the swap device —
+//! in area pages that GCMA lends it.  Any entry may vanish at any time:
+//! when a primary (contiguous) allocation claims its page, the entry is
+//! discarded and a later load misses; the caller then reads the data back
+//! from the file or the swap device.
+//!
+//! One [`Dmem`] instance serves one client.  The kernel has two: one for
+//! clean file pages, keyed by [`FileKey`] (superblock id, inode number,
+//! inode generation, page index), and one for swap pages, keyed by
+//! [`SwapKey`] (swap type, offset).
+//!
+//! This module is shared: it builds in the kernel crate and, unchanged, on
+//! the host against the shim of the kernel crate (`tools/host`).  Every
+//! service it needs from its environment comes through a trait:
+//!
+//! * [`Platform`]: the lock type and how to wait politely (spinlock and
+//!   `cond_resched()` in the kernel; `std` or `loom` mutexes on the host);
+//! * [`BucketMap`]: the ordered map of one hash bucket (`kernel::rbtree`
+//!   in the kernel, `BTreeMap` on the host);
+//! * [`PageSupply`]: where pages come from (`AreaMap::lend_secondary()`
+//!   and `AreaMap::return_secondary()` in the kernel);
+//! * [`PageAccess`]: copying bytes into and out of a page (a mapped
+//!   `struct page` in the kernel, plain memory on the host).  The store
+//!   itself never touches page memory.
+//!
+//! # Structure
+//!
+//! An instance has two kinds of state, under two kinds of lock:
+//!
+//! * The *index*: a hash table of [`BucketMap`]s, each under its own bucket
+//!   lock, mapping a key to a [`Handle`] (area page index and binding
+//!   sequence number).  A key's bucket is chosen by [`Key::bucket_hash`]:
+//!   all pages of one file share a bucket, so invalidating a file visits
+//!   one tree; swap offsets are grouped in clusters of
+//!   `1 << SWAP_CLUSTER_SHIFT` pages.
+//! * The *page table*, under the one page lock: a [`Slot`] per page the
+//!   supply may lend (indexed by area page index), holding the page's
+//!   [`State`], its count of in-flight copies, the key and sequence number
+//!   it is bound to, and its links in the LRU list.  The LRU list holds the
+//!   bound pages ([`State::Filling`] and [`State::Ready`]) in the order
+//!   they were stored; eviction takes the oldest idle one.
+//!
+//! The page table is the truth; the index is a hint.  A handle found in a
+//! bucket is used only after checking, under the page lock, that its slot
+//! is still bound with the same sequence number (every binding gets a new
+//! one).  An index entry can therefore go stale (its page was evicted or
+//! discarded by a path that does not hold the key's bucket lock); whoever
+//! makes it stale removes it afterwards with [`BucketMap::remove_if`], and
+//! lookups treat a stale entry as a miss meanwhile.
+//!
+//! # Page states
+//!
+//! ```text
+//!           bind (store)              fill done
+//!   Free ---------------> Filling ---------------> Ready
+//!    ^                      |   \                  |  |
+//!    |     unbind, busy     |    \  discard        |  | unbind (invalidate,
+//!    |   (invalidate or     v     v                |  | replace, evict,
+//!    |    replace)        Dead  Discarded <--------+  | exclusive load)
+//!    |                      |       |    discard      |
+//!    +----------------------+-------+-----------------+
+//!      last copy done;      discarder, once   idle: straight to Free
+//!      page given back      copies are 0      (page given back or reused)
+//! ```
+//!
+//! * [`State::Free`]: the store does not hold the page.
+//! * [`State::Filling`]: bound to a key; the store is copying data in.
+//! * [`State::Ready`]: bound to a key; the data is valid and may be loaded.
+//! * [`State::Dead`]: unbound (invalidated or replaced) while copies were in
+//!   flight; the last copy to finish gives the page back to the supply.
+//! * [`State::Discarded`]: a primary allocation claimed the page.  The page
+//!   is never given back (GCMA's `finish_discard()` takes it); the
+//!   discarder turns it [`State::Free`] once no copy is in flight.
+//!
+//! Every slot counts its in-flight copies (`copiers`): the filling store
+//! counts as one, and so does every load copying out.  A slot whose count
+//! is not zero is never rebound nor given back, and its page is never
+//! handed to a primary client: [`Dmem::discard`] marks the slot
+//! [`State::Discarded`] and then waits for the count to drop to zero before
+//! it returns.
+//!
+//! # The discard race
+//!
+//! A primary allocation that claims a page calls [`Dmem::discard`] for it,
+//! and writes into the page as soon as that returns.  The guarantees are:
+//!
+//! * **No copy outlives a discard.**  Copies run without any lock, between
+//!   two page-lock sections that raise and lower the slot's count.  The
+//!   discarder marks the slot under the page lock, then polls the count
+//!   under the page lock, calling [`Platform::relax`] between polls; when it
+//!   sees zero, every copy has left the page, and the lock orders those
+//!   copies before everything the new owner does.
+//! * **A load never returns the new owner's bytes.**  A load finds the slot
+//!   [`State::Ready`] and raises the count under the page lock before it
+//!   copies; after copying it looks again, and reports a miss if the slot
+//!   was discarded meanwhile (the bytes are in fact still the old ones, as
+//!   the discarder waited, but a discarded entry is gone).
+//! * **A store never writes into a discarded page after the discard.**  The
+//!   store binds the page and raises the count in one page-lock section;
+//!   when its copy is done it finds the slot [`State::Discarded`] and
+//!   reports [`Refusal::Discarded`] ("not stored").
+//! * **No page escapes the discard.**  Pages are lent by the supply inside
+//!   the page-lock section that binds them, so a discard of a page always
+//!   finds it either [`State::Free`] (not held: nothing to do) or bound.
+//!
+//! # Lock order and sleeping
+//!
+//! `bucket lock -> page lock -> area map lock` (the last one taken inside
+//! [`PageSupply::lend`] and [`PageSupply::give_back`]).  Two bucket locks
+//! are never held together.  A store holds its key's bucket lock around the
+//! page-lock section that binds its page, so that removing the key's old
+//! entry, binding the new page and inserting the new index entry are one
+//! step for concurrent stores of the same key.  Every other path takes the
+//! page lock without a bucket lock, and takes a bucket lock (for index
+//! cleanup) only after dropping the page lock.
+//!
+//! Nothing sleeps under any of these locks: the locks are spinlocks in the
+//! kernel, the supply calls only take the area map's spinlock, and index
+//! nodes are allocated before any lock is taken.  [`Dmem::store`],
+//! [`Dmem::load`] and the invalidations never wait for anything else, so
+//! they may run in reclaim and swap-out paths and under other spinlocks
+//! (not in interrupt context: the locks are not IRQ-safe).  Copies
+//! ([`PageAccess`]) run with no store lock held.  Only [`Dmem::discard`]
+//! waits, for copies in flight to finish; GCMA calls it from its discard
+//! hook, which may sleep.
+//!
+//! # Memory
+//!
+//! The page table is allocated when the instance is created, one [`Slot`]
+//! per page the supply may lend.  The only allocation on the store path is
+//! one index node, reserved before any lock is taken with `GFP_NOWAIT |
+//! __GFP_NOWARN` (no sleeping, no recursion into reclaim, no warning): if it
+//! fails, the store reports [`Refusal::NoMemory`] and drops the key's old
+//! entry, which is stale now.  No operation returns an error.
+//!
+//! # Eviction
+//!
+//! A store takes, in this order: the page of the key's old entry if that is
+//! idle (replacing in place), a page lent by the supply, or the page of the
+//! least recently stored idle entry, which is evicted.  The eviction scan
+//! looks at no more than [`EVICT_SCAN`] entries from the old end of the LRU
+//! list, skipping entries being filled or loaded; if none is idle the store
+//! is refused with [`Refusal::NoSpace`].  Loads do not move entries in the
+//! LRU list.
+
+use core::marker::PhantomData;
+use core::ops::{Deref, DerefMut};
+use core::sync::atomic::{AtomicUsize, Ordering};
+use kernel::alloc::Flags;
+use kernel::prelude::*;
+
+/// End-of-list marker of the LRU links; never a valid page index, as slot
+/// storage holds fewer than `usize::MAX` elements.
+const NIL: usize = usize::MAX;
+
+/// Most LRU entries an eviction looks at, from the oldest, before giving up.
+pub(crate) const EVICT_SCAN: usize = 16;
+
+/// Swap pages of one cluster of `1 << SWAP_CLUSTER_SHIFT` offsets share a
+/// bucket.
+pub(crate) const SWAP_CLUSTER_SHIFT: u32 = 6;
+
+/// Allocation flags of index nodes: the store runs in reclaim and swap-out
+/// paths, so it must neither sleep nor recurse into reclaim, and a failure
+/// is expected and harmless.
+pub(crate) fn node_flags() -> Flags {
+    GFP_NOWAIT | __GFP_NOWARN
+}
+
+/// Lock classes of an instance; the kernel gives each its own lockdep class
+/// (the page lock nests inside a bucket lock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockClass {
+    /// A bucket lock.
+    Bucket,
+    /// The page lock.
+    Pages,
+}
+
+/// A lock protecting a `T`: a spinlock in the kernel.
+pub(crate) trait Lock<T>: Sized {
+    /// Creates a lock of class `class` holding `value`.
+    fn new(value: T, class: LockClass) -> Result<Self>;
+
+    /// Runs `f` with the lock held.  `f` must not sleep.
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
+}
+
+/// The environment's synchronisation services.
+pub(crate) trait Platform {
+    /// The lock type.
+    type Lock<T: Send>: Lock<T> + Send + Sync;
+
+    /// Lets other threads run while [`Dmem::discard`] waits for copies in
+    /// flight; called with no lock held.  May sleep.
+    fn relax();
+}
+
+/// A key of the store.
+///
+/// The order of keys must put every group of keys that share a bucket (see
+/// [`Key::same_group`]) in one contiguous run.
+pub(crate) trait Key: Ord + Clone + Send {
+    /// Hash choosing the key's bucket.  Equal for keys of the same group.
+    fn bucket_hash(&self) -> u64;
+
+    /// Whether every key `k` with `lo <= k <= hi` has the bucket hash of
+    /// `lo`, so a range invalidation need only visit that bucket.  `false`
+    /// is always correct, and makes the invalidation visit every bucket.
+    fn same_group(lo: &Self, hi: &Self) -> bool;
+}
+
+/// Mixes `v` into the hash `h`.
+const fn mix(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31)
+}
+
+/// Key of a clean file page: the file, then the page index in the file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct FileKey {
+    /// Identifier of the file system instance (superblock).
+    pub(crate) sb: u32,
+    /// Inode number.
+    pub(crate) ino: u64,
+    /// Inode generation, so a reused inode number does not see old pages.
+    pub(crate) generation: u32,
+    /// Page index in the file.
+    pub(crate) index: u64,
+}
+
+impl FileKey {
+    /// The inclusive key range of every page of one file.
+    pub(crate) fn file_range(sb: u32, ino: u64, generation: u32) -> (FileKey, FileKey) {
+        let key = |index| FileKey {
+            sb,
+            ino,
+            generation,
+            index,
+        };
+        (key(0), key(u64::MAX))
+    }
+}
+
+impl Key for FileKey {
+    fn bucket_hash(&self) -> u64 {
+        mix(
+            mix(mix(0, self.sb.into()), self.ino),
+            self.generation.into(),
+        )
+    }
+
+    fn same_group(lo: &Self, hi: &Self) -> bool {
+        (lo.sb, lo.ino, lo.generation) == (hi.sb, hi.ino, hi.generation)
+    }
+}
+
+/// Key of a swap page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct SwapKey {
+    /// Swap type (index of the swap device).
+    pub(crate) swap_type: u32,
+    /// Offset in the swap device, in pages.
+    pub(crate) offset: u64,
+}
+
+impl SwapKey {
+    /// The inclusive key range of every page of one swap device.
+    pub(crate) fn device_range(swap_type: u32) -> (SwapKey, SwapKey) {
+        (
+            SwapKey {
+                swap_type,
+                offset: 0,
+            },
+            SwapKey {
+                swap_type,
+                offset: u64::MAX,
+            },
+        )
+    }
+}
+
+impl Key for SwapKey {
+    fn bucket_hash(&self) -> u64 {
+        mix(
+            mix(0, self.swap_type.into()),
+            self.offset >> SWAP_CLUSTER_SHIFT,
+        )
+    }
+
+    fn same_group(lo: &Self, hi: &Self) -> bool {
+        lo.swap_type == hi.swap_type
+            && lo.offset >> SWAP_CLUSTER_SHIFT == hi.offset >> SWAP_CLUSTER_SHIFT
+    }
+}
+
+/// What the index maps a key to: a page and the sequence number of the
+/// binding of the page to the key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Handle {
+    /// Area page index.
+    pub(crate) page: usize,
+    /// Sequence number of the binding; a handle whose number differs from
+    /// the slot's is stale.
+    pub(crate) seq: u64,
+}
+
+/// The ordered map of one hash bucket.
+///
+/// In the kernel this is `kernel::rbtree::RBTree<K, Handle>`, its node an
+/// `RBTreeNodeReservation` (`reserve`: `RBTreeNodeReservation::new`;
+/// `insert`: `into_node` then `RBTree::insert`; `pop_range`:
+/// `cursor_lower_bound` then `Cursor::remove_current`).  The module cannot
+/// name `kernel::rbtree` itself, as the host shim of the kernel crate does
+/// not mirror it.  Every method runs under the bucket lock: none may sleep
+/// or allocate.
+pub(crate) trait BucketMap<K>: Send + Sized {
+    /// Memory for one entry, allocated in advance.
+    type Node: Send;
+
+    /// Creates an empty map.
+    fn new() -> Self;
+
+    /// Allocates a node, with `flags`.
+    fn reserve(flags: Flags) -> Result<Self::Node>;
+
+    /// Maps `key` to `handle` in `node`, and returns the handle `key` was
+    /// mapped to before, if any.
+    fn insert(&mut self, node: Self::Node, key: K, handle: Handle) -> Option<Handle>;
+
+    /// Returns the handle `key` maps to.
+    fn get(&self, key: &K) -> Option<Handle>;
+
+    /// Removes `key` and returns its handle.
+    fn remove(&mut self, key: &K) -> Option<Handle>;
+
+    /// Removes and returns the smallest entry whose key is in `lo..=hi`.
+    fn pop_range(&mut self, lo: &K, hi: &K) -> Option<(K, Handle)>;
+
+    /// Removes and returns the smallest entry.
+    fn pop_first(&mut self) -> Option<(K, Handle)>;
+
+    /// Calls `f` on every entry, in key order.
+    fn for_each(&self, f: impl FnMut(&K, Handle));
+
+    /// Removes `key` if it maps to `handle`; returns whether it did.
+    fn remove_if(&mut self, key: &K, handle: Handle) -> bool {
+        if self.get(key) == Some(handle) {
+            self.remove(key);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Where the store's pages come from: a GCMA area in the kernel.
+///
+/// Both methods are called with the page lock held, and must not sleep.
+pub(crate) trait PageSupply {
+    /// Lends a free page to the store and returns its index, below the
+    /// number of slots of the instance; `None` if there is none.
+    fn lend(&self) -> Option<usize>;
+
+    /// Takes back a page lent by [`PageSupply::lend`].  Never called for a
+    /// page passed to [`Dmem::discard`].
+    fn give_back(&self, page: usize);
+}
+
+/// Copies page contents; the store never touches page memory itself.
+///
+/// Called with no store lock held; the copy may be preempted.
+pub(crate) trait PageAccess {
+    /// What a store copies from (a page of the page cache, or a swap page).
+    type Src: ?Sized;
+    /// What a load copies to.
+    type Dst: ?Sized;
+
+    /// Copies `src` into area page `page`.
+    fn copy_in(&self, page: usize, src: &Self::Src);
+
+    /// Copies area page `page` into `dst`.
+    fn copy_out(&self, page: usize, dst: &mut Self::Dst);
+}
+
+/// State of a page of the page table; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    /// Not held by the store.
+    Free,
+    /// Bound to a key; a store is copying data in.
+    Filling,
+    /// Bound to a key; holds its data.
+    Ready,
+    /// Unbound while copies were in flight; given back after the last one.
+    Dead,
+    /// Claimed by a primary allocation; freed by the discarder once no copy
+    /// is in flight, never given back.
+    Discarded,
+}
+
+/// The page-table entry of one page.
+///
+/// # Invariants
+///
+/// * `key` is `Some` exactly in [`State::Filling`] and [`State::Ready`],
+///   which are exactly the states of the slots on the LRU list.
+/// * `copiers` is 0 in [`State::Free`], at least 1 in [`State::Filling`]
+///   (the store filling it) and in [`State::Dead`].
+pub(crate) struct Slot<K> {
+    /// State of the page.
+    state: State,
+    /// Copies in flight into or out of the page.
+    copiers: u32,
+    /// Sequence number of the page's current or last binding.
+    seq: u64,
+    /// Key the page is bound to.
+    key: Option<K>,
+    /// Next more recently stored page on the LRU list, or [`NIL`].
+    prev: usize,
+    /// Next less recently stored page on the LRU list, or [`NIL`].
+    next: usize,
+}
+
+impl<K> Slot<K> {
+    /// A slot of a page the store does not hold.
+    pub(crate) const fn new() -> Self {
+        Slot {
+            state: State::Free,
+            copiers: 0,
+            seq: 0,
+            key: None,
+            prev: NIL,
+            next: NIL,
+        }
+    }
+}
+
+impl<K> Default for Slot<K> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Why a store did not store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// The index node could not be allocated.
+    NoMemory,
+    /// No page was free and no entry could be evicted.
+    NoSpace,
+    /// A primary allocation claimed the page while it was being filled.
+    Discarded,
+    /// The entry was invalidated or replaced while it was being filled.
+    Superseded,
+}
+
+/// Outcome of [`Dmem::store`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[must_use]
+pub(crate) enum StoreOutcome {
+    /// The page is stored.
+    Stored,
+    /// The page is not stored, and the key holds no entry (unless a
+    /// concurrent store put one).
+    Refused(Refusal),
+}
+
+/// Counters of an instance, as returned by [`Dmem::stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// Entries now stored (being filled or ready): pages bound to a key.
+    pub(crate) stored_pages: usize,
+    /// Pages held, including those unbound or discarded but still busy.
+    pub(crate) held_pages: usize,
+    /// Stores that stored.
+    pub(crate) stores: usize,
+    /// Loads that returned data.
+    pub(crate) hits: usize,
+    /// Loads that did not.
+    pub(crate) misses: usize,
+    /// Entries removed by invalidations.
+    pub(crate) invalidations: usize,
+    /// Held pages discarded for primary allocations.
+    pub(crate) discards: usize,
+    /// Entries evicted to make room for stores.
+    pub(crate) evictions: usize,
+    /// Stores refused with [`Refusal::NoMemory`].
+    pub(crate) refused_nomem: usize,
+    /// Stores refused with [`Refusal::NoSpace`].
+    pub(crate) refused_nospace: usize,
+    /// Stores refused with [`Refusal::Discarded`].
+    pub(crate) refused_discarded: usize,
+    /// Stores refused with [`Refusal::Superseded`].
+    pub(crate) refused_superseded: usize,
+}
+
+/// Event counters; relaxed atomics, as they order nothing.
+#[derive(Default)]
+struct Counters {
+    /// See [`Stats::stores`].
+    stores: AtomicUsize,
+    /// See [`Stats::hits`].
+    hits: AtomicUsize,
+    /// See [`Stats::misses`].
+    misses: AtomicUsize,
+    /// See [`Stats::invalidations`].
+    invalidations: AtomicUsize,
+    /// See [`Stats::discards`].
+    discards: AtomicUsize,
+    /// See [`Stats::evictions`].
+    evictions: AtomicUsize,
+    /// Refused stores, indexed by [`Counters::refusal_index`].
+    refused: [AtomicUsize; 4],
+}
+
+impl Counters {
+    /// Adds `n` to `c`.
+    fn add(c: &AtomicUsize, n: usize) {
+        c.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Reads `c`.
+    fn get(c: &AtomicUsize) -> usize {
+        c.load(Ordering::Relaxed)
+    }
+
+    /// Index of `r` in `refused`.
+    fn refusal_index(r: Refusal) -> usize {
+        match r {
+            Refusal::NoMemory => 0,
+            Refusal::NoSpace => 1,
+            Refusal::Discarded => 2,
+            Refusal::Superseded => 3,
+        }
+    }
+}
+
+/// Outcome of [`Pages::unbind`].
+enum Unbound {
+    /// The handle was stale: nothing done.
+    Stale,
+    /// The page was idle and is now [`State::Free`]: the caller gives it
+    /// back or reuses it.
+    Idle(usize),
+    /// Copies are in flight: the page is [`State::Dead`] and the last copy
+    /// gives it back.
+    Busy,
+}
+
+/// The page table and LRU list, under the page lock.
+///
+/// # Invariants
+///
+/// * The LRU list, from `head` (most recently stored) to `tail` through
+///   `next`, holds exactly the slots in [`State::Filling`] or
+///   [`State::Ready`], and there are `bound` of them; `prev` links mirror
+///   `next` links.
+/// * `held` is the number of slots not in [`State::Free`].
+/// * `next_seq` is above every slot's `seq`.
+struct Pages<K, S> {
+    /// One slot per page the supply may lend.
+    slots: S,
+    /// Most recently stored bound page, or [`NIL`].
+    head: usize,
+    /// Least recently stored bound page, or [`NIL`].
+    tail: usize,
+    /// Slots in [`State::Filling`] or [`State::Ready`].
+    bound: usize,
+    /// Slots not in [`State::Free`].
+    held: usize,
+    /// Sequence number of the next binding.
+    next_seq: u64,
+    /// The slots' key type.
+    _key: PhantomData<K>,
+}
+
+impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
+    /// Puts bound page `p` at the head of the LRU list.
+    fn push_head(&mut self, p: usize) {
+        let old = self.head;
+        if let Some(s) = self.slots.get_mut(p) {
+            s.prev = NIL;
+            s.next = old;
+        }
+        match self.slots.get_mut(old) {
+            Some(s) => s.prev = p,
+            None => self.tail = p,
+        }
+        self.head = p;
+    }
+
+    /// Takes page `p` off the LRU list.
+    fn unlink(&mut self, p: usize) {
+        let Some(s) = self.slots.get_mut(p) else {
+            return;
+        };
+        let (prev, next) = (s.prev, s.next);
+        s.prev = NIL;
+        s.next = NIL;
+        match self.slots.get_mut(prev) {
+            Some(s) => s.next = next,
+            None => self.head = next,
+        }
+        match self.slots.get_mut(next) {
+            Some(s) => s.prev = prev,
+            None => self.tail = prev,
+        }
+    }
+
+    /// Whether `h` names the current binding of its page, in `state`.
+    fn is(&self, h: Handle, state: State) -> bool {
+        self.slots
+            .get(h.page)
+            .is_some_and(|s| s.state == state && s.seq == h.seq)
+    }
+
+    /// Unbinds the binding `h` if it is current: the page leaves the LRU
+    /// list and becomes [`State::Free`] if idle, [`State::Dead`] if not.
+    fn unbind(&mut self, h: Handle) -> Unbound {
+        if !self.is(h, State::Ready) && !self.is(h, State::Filling) {
+            return Unbound::Stale;
+        }
+        self.unlink(h.page);
+        self.bound -= 1;
+        let Some(s) = self.slots.get_mut(h.page) else {
+            return Unbound::Stale;
+        };
+        s.key = None;
+        if s.copiers == 0 {
+            s.state = State::Free;
+            self.held -= 1;
+            Unbound::Idle(h.page)
+        } else {
+            s.state = State::Dead;
+            Unbound::Busy
+        }
+    }
+
+    /// As [`Pages::unbind`], giving an idle page back; returns whether the
+    /// binding was current.
+    fn unbind_release(&mut self, h: Handle, supply: &impl PageSupply) -> bool {
+        match self.unbind(h) {
+            Unbound::Stale => false,
+            Unbound::Idle(p) => {
+                supply.give_back(p);
+                true
+            }
+            Unbound::Busy => true,
+        }
+    }
+
+    /// Evicts the least recently stored idle [`State::Ready`] entry among
+    /// the [`EVICT_SCAN`] oldest, and returns its page, now [`State::Free`],
+    /// with its key and handle.
+    fn evict(&mut self) -> Option<(usize, K, Handle)> {
+        let mut p = self.tail;
+        for _ in 0..EVICT_SCAN {
+            let s = self.slots.get(p)?;
+            if s.state == State::Ready && s.copiers == 0 {
+                let h = Handle {
+                    page: p,
+                    seq: s.seq,
+                };
+                let key = s.key.clone()?;
+                return match self.unbind(h) {
+                    Unbound::Idle(p) => Some((p, key, h)),
+                    _ => None,
+                };
+            }
+            p = s.prev;
+        }
+        None
+    }
+
+    /// Finds a page for a new entry of `key` and binds it, in
+    /// [`State::Filling`] with the store counted as a copier.  `old` is the
+    /// key's previous handle, just removed from the index: its page is
+    /// unbound, and reused if idle.  Returns the new handle and the entry
+    /// evicted, if any.
+    fn bind(
+        &mut self,
+        key: &K,
+        old: Option<Handle>,
+        supply: &impl PageSupply,
+    ) -> Result<(Handle, Option<(K, Handle)>), Refusal> {
+        let spare = match old.map(|h| self.unbind(h)) {
+            Some(Unbound::Idle(p)) => {
+                // Held again right away.
+                self.held += 1;
+                Some(p)
+            }
+            _ => None,
+        };
+        let mut victim = None;
+        let page = if let Some(p) = spare {
+            p
+        } else if let Some(p) = supply.lend() {
+            if self.slots.get(p).map(|s| s.state) != Some(State::Free) {
+                // A page out of range or already held: the supply broke its
+                // contract.  Leave it alone rather than corrupt the table.
+                return Err(Refusal::NoSpace);
+            }
+            self.held += 1;
+            p
+        } else if let Some((p, k, h)) = self.evict() {
+            victim = Some((k, h));
+            self.held += 1;
+            p
+        } else {
+            return Err(Refusal::NoSpace);
+        };
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        if let Some(s) = self.slots.get_mut(page) {
+            s.state = State::Filling;
+            s.copiers = 1;
+            s.seq = seq;
+            s.key = Some(key.clone());
+        }
+        self.push_head(page);
+        self.bound += 1;
+        Ok((Handle { page, seq }, victim))
+    }
+
+    /// Ends a copy into or out of the page of `h`, and returns the page's
+    /// state before the end.  The last copy out of a [`State::Dead`] page
+    /// gives the page back.
+    fn end_copy(&mut self, h: Handle, supply: &impl PageSupply) -> State {
+        let Some(s) = self.slots.get_mut(h.page) else {
+            return State::Free;
+        };
+        let state = s.state;
+        s.copiers = s.copiers.saturating_sub(1);
+        if state == State::Dead && s.copiers == 0 {
+            s.state = State::Free;
+            self.held -= 1;
+            supply.give_back(h.page);
+        }
+        state
+    }
+}
+
+/// Type parameters of a [`Dmem`] instance.
+pub(crate) trait Config: Sized {
+    /// Locks and waiting.
+    type Platform: Platform;
+    /// Keys.
+    type Key: Key;
+    /// Map of one bucket.
+    type Map: BucketMap<Self::Key>;
+    /// Storage of the bucket array (`KVec` in the kernel).
+    type Buckets: Deref<Target = [BucketLock<Self>]> + Send + Sync;
+    /// Storage of the page table (`KVec` in the kernel).
+    type Slots: DerefMut<Target = [Slot<Self::Key>]> + Send;
+    /// Page supply.
+    type Supply: PageSupply;
+    /// Page copier.
+    type Access: PageAccess;
+}
+
+/// A bucket: its map under its lock.
+pub(crate) type BucketLock<C> = <<C as Config>::Platform as Platform>::Lock<<C as Config>::Map>;
+
+/// The page lock of an instance of configuration `C`.
+type PagesLock<C> =
+    <<C as Config>::Platform as Platform>::Lock<Pages<<C as Config>::Key, <C as Config>::Slots>>;
+
+/// Source type of the copier of `C`.
+type Src<C> = <<C as Config>::Access as PageAccess>::Src;
+
+/// Destination type of the copier of `C`.
+type Dst<C> = <<C as Config>::Access as PageAccess>::Dst;
+
+/// A DMEM instance: the store of one client.
+///
+/// # Invariants
+///
+/// `buckets` is not empty; `supply` lends only pages below the number of
+/// slots (a page it lends otherwise is refused and never given back).
+pub(crate) struct Dmem<C: Config> {
+    /// The hash table of the index.
+    buckets: C::Buckets,
+    /// The page table and LRU list.
+    pages: PagesLock<C>,
+    /// Page supply.
+    supply: C::Supply,
+    /// Page copier.
+    access: C::Access,
+    /// Whether a load drops the entry it hits (swap: the page is in memory
+    /// again and its swap slot will be rewritten or freed).
+    exclusive_loads: bool,
+    /// Event counters.
+    counters: Counters,
+}
+
+impl<C: Config> Dmem<C> {
+    /// Creates an empty bucket, for the bucket array given to
+    /// [`Dmem::new`].
+    pub(crate) fn new_bucket() -> Result<BucketLock<C>> {
+        Lock::new(C::Map::new(), LockClass::Bucket)
+    }
+
+    /// Creates an instance over `buckets` (from [`Dmem::new_bucket`]) and
+    /// `slots` (one per page `supply` may lend; they are reset to
+    /// [`State::Free`]).  With `exclusive_loads`, a load that hits drops
+    /// the entry.
+    ///
+    /// Fails with `EINVAL` if `buckets` is empty or a bucket is not, and
+    /// with the lock constructor's error.
+    pub(crate) fn new(
+        buckets: C::Buckets,
+        mut slots: C::Slots,
+        supply: C::Supply,
+        access: C::Access,
+        exclusive_loads: bool,
+    ) -> Result<Self> {
+        if buckets.is_empty() {
+            return Err(EINVAL);
+        }
+        let mut nonempty = false;
+        for b in buckets.iter() {
+            b.with(|m| m.for_each(|_, _| nonempty = true));
+        }
+        if nonempty {
+            return Err(EINVAL);
+        }
+        for s in slots.iter_mut() {
+            *s = Slot::new();
+        }
+        let pages = Pages {
+            slots,
+            head: NIL,
+            tail: NIL,
+            bound: 0,
+            held: 0,
+            next_seq: 1,
+            _key: PhantomData,
+        };
+        Ok(Dmem {
+            buckets,
+            pages: Lock::new(pages, LockClass::Pages)?,
+            supply,
+            access,
+            exclusive_loads,
+            counters: Counters::default(),
+        })
+    }
+
+    /// The page supply.
+    pub(crate) fn supply(&self) -> &C::Supply {
+        &self.supply
+    }
+
+    /// The page copier.
+    pub(crate) fn access(&self) -> &C::Access {
+        &self.access
+    }
+
+    /// The bucket of `key`.
+    fn bucket(&self, key: &C::Key) -> &BucketLock<C> {
+        // `buckets` is not empty (type invariant), so the index is in range
+        // and the length is not zero.
+        let n = self.buckets.len() as u64;
+        &self.buckets[(key.bucket_hash() % n) as usize]
+    }
+
+    /// Removes the index entry `key -> h` if still there.
+    fn forget(&self, key: &C::Key, h: Handle) {
+        self.bucket(key).with(|m| m.remove_if(key, h));
+    }
+
+    /// Counts and returns a refusal.
+    fn refuse(&self, r: Refusal) -> StoreOutcome {
+        if let Some(c) = self.counters.refused.get(Counters::refusal_index(r)) {
+            Counters::add(c, 1);
+        }
+        StoreOutcome::Refused(r)
+    }
+
+    /// Removes the entry of `key`, if any; returns whether there was one.
+    fn drop_key(&self, key: &C::Key) -> bool {
+        match self.bucket(key).with(|m| m.remove(key)) {
+            Some(h) => self.pages.with(|t| t.unbind_release(h, &self.supply)),
+            None => false,
+        }
+    }
+
+    /// Stores a copy of `src` under `key`, replacing the key's entry.
+    ///
+    /// Never sleeps.  When the page cannot be stored, the key's old entry is
+    /// dropped all the same (it is stale) and the reason is returned.
+    pub(crate) fn store(&self, key: &C::Key, src: &Src<C>) -> StoreOutcome {
+        let Ok(node) = C::Map::reserve(node_flags()) else {
+            self.drop_key(key);
+            return self.refuse(Refusal::NoMemory);
+        };
+        let bound = self.bucket(key).with(|m| {
+            let old = m.remove(key);
+            let bound = self.pages.with(|t| t.bind(key, old, &self.supply));
+            if let Ok((h, _)) = bound {
+                // `key` was just removed, under this lock: nothing displaced.
+                m.insert(node, key.clone(), h);
+            }
+            bound
+        });
+        let (h, victim) = match bound {
+            Ok(b) => b,
+            Err(r) => return self.refuse(r),
+        };
+        if let Some((vkey, vh)) = victim {
+            Counters::add(&self.counters.evictions, 1);
+            self.forget(&vkey, vh);
+        }
+
+        self.access.copy_in(h.page, src);
+
+        let outcome = self.pages.with(|t| {
+            let was = t.end_copy(h, &self.supply);
+            if was == State::Filling {
+                if let Some(s) = t.slots.get_mut(h.page) {
+                    s.state = State::Ready;
+                }
+            }
+            was
+        });
+        match outcome {
+            State::Filling => {
+                Counters::add(&self.counters.stores, 1);
+                StoreOutcome::Stored
+            }
+            State::Discarded => {
+                self.forget(key, h);
+                self.refuse(Refusal::Discarded)
+            }
+            _ => {
+                self.forget(key, h);
+                self.refuse(Refusal::Superseded)
+            }
+        }
+    }
+
+    /// Copies the entry of `key` into `dst` and returns `true`, or returns
+    /// `false` (a miss) if there is none, it is still being filled, or it
+    /// was discarded for a primary allocation while being copied.  With
+    /// exclusive loads, a hit drops the entry.  Never sleeps.
+    pub(crate) fn load(&self, key: &C::Key, dst: &mut Dst<C>) -> bool {
+        let h = self.bucket(key).with(|m| m.get(key));
+        let started = h.filter(|&h| {
+            self.pages.with(|t| {
+                if !t.is(h, State::Ready) {
+                    return false;
+                }
+                t.slots.get_mut(h.page).map(|s| s.copiers += 1).is_some()
+            })
+        });
+        let Some(h) = started else {
+            Counters::add(&self.counters.misses, 1);
+            return false;
+        };
+
+        self.access.copy_out(h.page, dst);
+
+        let (hit, dropped) = self.pages.with(|t| match t.end_copy(h, &self.supply) {
+            State::Ready => {
+                let dropped = self.exclusive_loads && t.unbind_release(h, &self.supply);
+                (true, dropped)
+            }
+            // Unbound by a concurrent invalidation or replacement after the
+            // copy started: the bytes are the entry's, the load came first.
+            State::Dead => (true, false),
+            // Claimed by a primary allocation: the entry is gone.
+            _ => (false, false),
+        });
+        if dropped {
+            self.forget(key, h);
+        }
+        let c = if hit {
+            &self.counters.hits
+        } else {
+            &self.counters.misses
+        };
+        Counters::add(c, 1);
+        hit
+    }
+
+    /// Drops the entry of `key`; returns whether there was one.
+    pub(crate) fn invalidate(&self, key: &C::Key) -> bool {
+        let dropped = self.drop_key(key);
+        if dropped {
+            Counters::add(&self.counters.invalidations, 1);
+        }
+        dropped
+    }
+
+    /// Drops every entry whose key is in `lo..=hi`, and returns how many.
+    /// Visits one bucket if [`Key::same_group`] says so, all otherwise.
+    pub(crate) fn invalidate_range(&self, lo: &C::Key, hi: &C::Key) -> usize {
+        if lo > hi {
+            return 0;
+        }
+        let mut dropped = 0;
+        let mut drain = |b: &BucketLock<C>| {
+            while let Some((_, h)) = b.with(|m| m.pop_range(lo, hi)) {
+                if self.pages.with(|t| t.unbind_release(h, &self.supply)) {
+                    dropped += 1;
+                }
+            }
+        };
+        if C::Key::same_group(lo, hi) {
+            drain(self.bucket(lo));
+        } else {
+            self.buckets.iter().for_each(drain);
+        }
+        Counters::add(&self.counters.invalidations, dropped);
+        dropped
+    }
+
+    /// Drops every entry (not counted as invalidations), e.g. before the
+    /// instance goes away.  Pages still being copied are given back by the
+    /// last copy.
+    pub(crate) fn clear(&self) {
+        for b in self.buckets.iter() {
+            while let Some((_, h)) = b.with(|m| m.pop_first()) {
+                self.pages.with(|t| t.unbind_release(h, &self.supply));
+            }
+        }
+    }
+
+    /// Drops the data in area page `page`, which a primary allocation has
+    /// claimed, and returns once no copy into or out of the page is in
+    /// flight: the caller may then overwrite it.  The page is not given
+    /// back to the supply.  Returns whether the store held the page.
+    ///
+    /// May sleep (through [`Platform::relax`]) while copies drain; must be
+    /// called with no lock of this instance held.
+    pub(crate) fn discard(&self, page: usize) -> bool {
+        // `Some((first, stale index entry))` if the store holds the page;
+        // `first` is false for a page a concurrent discard already marked.
+        let marked = self.pages.with(|t| {
+            let s = t.slots.get_mut(page)?;
+            let h = Handle { page, seq: s.seq };
+            match s.state {
+                State::Free => None,
+                State::Discarded => Some((false, None)),
+                State::Dead => {
+                    s.state = State::Discarded;
+                    Some((true, None))
+                }
+                State::Filling | State::Ready => {
+                    s.state = State::Discarded;
+                    let key = s.key.take();
+                    t.unlink(page);
+                    t.bound -= 1;
+                    Some((true, key.map(|k| (k, h))))
+                }
+            }
+        });
+        let Some((first, stale)) = marked else {
+            return false;
+        };
+        if first {
+            Counters::add(&self.counters.discards, 1);
+        }
+        while !self.pages.with(|t| {
+            let Some(s) = t.slots.get_mut(page) else {
+                return true;
+            };
+            if s.state != State::Discarded {
+                // Freed by a concurrent discard of the same page.
+                return true;
+            }
+            if s.copiers != 0 {
+                return false;
+            }
+            s.state = State::Free;
+            t.held -= 1;
+            true
+        }) {
+            C::Platform::relax();
+        }
+        if let Some((key, h)) = stale {
+            self.forget(&key, h);
+        }
+        true
+    }
+
+    /// Returns the handle of the entry of `key`, if it is ready (a
+    /// snapshot, for tests and debugging).
+    pub(crate) fn handle_of(&self, key: &C::Key) -> Option<Handle> {
+        let h = self.bucket(key).with(|m| m.get(key))?;
+        self.pages.with(|t| t.is(h, State::Ready)).then_some(h)
+    }
+
+    /// Returns the counters.
+    pub(crate) fn stats(&self) -> Stats {
+        let (stored_pages, held_pages) = self.pages.with(|t| (t.bound, t.held));
+        let c = &self.counters;
+        let refused = |r| {
+            c.refused
+                .get(Counters::refusal_index(r))
+                .map_or(0, Counters::get)
+        };
+        Stats {
+            stored_pages,
+            held_pages,
+            stores: Counters::get(&c.stores),
+            hits: Counters::get(&c.hits),
+            misses: Counters::get(&c.misses),
+            invalidations: Counters::get(&c.invalidations),
+            discards: Counters::get(&c.discards),
+            evictions: Counters::get(&c.evictions),
+            refused_nomem: refused(Refusal::NoMemory),
+            refused_nospace: refused(Refusal::NoSpace),
+            refused_discarded: refused(Refusal::Discarded),
+            refused_superseded: refused(Refusal::Superseded),
+        }
+    }
+
+    /// Checks the consistency of a quiescent instance (no operation in
+    /// flight): the page-table invariants, no page busy, dead or discarded,
+    /// and the index and the bound pages in one-to-one correspondence,
+    /// every index entry naming a ready page bound to its key in the key's
+    /// bucket.  Returns the number of entries.
+    ///
+    /// Fails with `EINVAL` on the first inconsistency.  Costs time linear in
+    /// the size of the instance: for debugging and tests.
+    pub(crate) fn check_quiescent(&self) -> Result<usize> {
+        let ok = |cond: bool| if cond { Ok(()) } else { Err(EINVAL) };
+        let mut entries = 0usize;
+        for (i, b) in self.buckets.iter().enumerate() {
+            b.with(|m| {
+                let mut res = Ok(());
+                m.for_each(|k, h| {
+                    entries += 1;
+                    let good = self.pages.with(|t| {
+                        t.is(h, State::Ready)
+                            && t.slots.get(h.page).and_then(|s| s.key.as_ref()) == Some(k)
+                    }) && core::ptr::eq(self.bucket(k), &self.buckets[i]);
+                    if !good {
+                        res = Err(EINVAL);
+                    }
+                });
+                res
+            })?;
+        }
+        self.pages.with(|t| {
+            let (mut held, mut bound) = (0usize, 0usize);
+            for s in t.slots.iter() {
+                ok(s.copiers == 0)?;
+                match s.state {
+                    State::Free => ok(s.key.is_none())?,
+                    State::Ready => {
+                        ok(s.key.is_some())?;
+                        held += 1;
+                        bound += 1;
+                    }
+                    _ => return Err(EINVAL),
+                }
+            }
+            ok(held == t.held && bound == t.bound && bound == entries)?;
+            // Walk the LRU list both ways.
+            let (mut n, mut p, mut prev) = (0usize, t.head, NIL);
+            while p != NIL {
+                let s = t.slots.get(p).ok_or(EINVAL)?;
+                ok(s.state == State::Ready && s.prev == prev && s.seq < t.next_seq)?;
+                n += 1;
+                ok(n <= bound)?;
+                prev = p;
+                p = s.next;
+            }
+            ok(n == bound && t.tail == prev)?;
+            Ok(entries)
+        })
+    }
+}
+
+impl<C: Config> Drop for Dmem<C> {
+    fn drop(&mut self) {
+        self.clear();
+    }
+}

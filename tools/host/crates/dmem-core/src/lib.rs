@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Host build of DMEM, `mm/gcma_rs/dmem.rs`, compiled unchanged against the
+//! kernel-crate shim, with host implementations of its traits
+//! ([`host`]): `std` (or, under `--cfg loom`, `loom`) mutexes as locks,
+//! `BTreeMap` buckets whose nodes are fallible `KBox` allocations (so the
+//! shim's fault injection reaches them), page supplies over a plain table
+//! or over the real GCMA page-state map (`mm/gcma_rs/area_map.rs`), and
+//! page memory made of atomic words.
+//!
+//! The shared modules declare their items `pub(crate)`, so the tests live
+//! inside this crate: `src/tests.rs` (property and stress tests), and
+//! `src/loom_model.rs` under `--cfg loom`, run with
+//! `RUSTFLAGS="--cfg loom" cargo test --release -p dmem-core --lib`.
+
+// The kernel's lints for Rust code (`rust_common_flags` in the top-level
+// Makefile), so the shared module is held to them here too.
+#![deny(non_ascii_idents, unsafe_op_in_unsafe_fn, unsafe_code)]
+#![warn(
+    missing_docs,
+    rust_2018_idioms,
+    unreachable_pub,
+    clippy::all,
+    clippy::ignored_unit_patterns,
+    clippy::mut_mut,
+    clippy::needless_bitwise_bool,
+    clippy::no_mangle_with_rust_abi,
+    clippy::undocumented_unsafe_blocks,
+    clippy::unnecessary_safety_comment,
+    clippy::unnecessary_safety_doc,
+    rustdoc::unescaped_backticks
+)]
+
+// Not every consumer of the shared modules uses all of their API.
+#[allow(dead_code)]
+#[path = "../../../../../mm/gcma_rs/area_map.rs"]
+mod area_map;
+
+#[allow(dead_code)]
+#[path = "../../../../../mm/gcma_rs/dmem.rs"]
+mod dmem;
+
+#[allow(dead_code)]
+mod host;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+#[cfg(all(test, loom))]
+mod loom_model;
