@@ -238,8 +238,14 @@ impl<P: Platform> AreaSupply<P> {
     pub(crate) fn new(n: usize) -> Self {
         let words = bitmap_words(n);
         let summary = summary_words(n).expect("area too large");
-        let map =
-            AreaMap::new(n, vec![0; words], vec![0; words], vec![0; summary]).expect("bad area");
+        let map = AreaMap::new(
+            n,
+            vec![0; words],
+            vec![0; words],
+            vec![0; words],
+            vec![0; summary],
+        )
+        .expect("bad area");
         match Lock::new(map, LockClass::Bucket) {
             Ok(l) => AreaSupply(l),
             Err(_) => unreachable!("host locks do not fail"),
