@@ -263,19 +263,34 @@ fn hash_model_emulated() -> Result {
     Ok(())
 }
 
-/// Removed items are freed after a grace period (KASAN reports a leak
-/// or a use after free otherwise); dropping a list frees the rest.
-fn removal_frees_after_gp() -> Result {
-    let l: RcxList<KVec<u8>> = RcxList::new(Mode::Fallback)?;
-    for k in 0..64 {
-        l.insert(k, Some(KVec::from_elem(k as u8, 100, GFP_KERNEL)?))?;
+/// A value that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
     }
-    let guard = rcu::read_lock();
-    let seen = l.with_value(5, |v| v.map(|v| v[0]));
-    drop(guard);
-    kunit_expect_eq!(seen, Some(Some(5)));
-    for k in (0..64).step_by(2) {
-        kunit_expect!(l.remove(k));
+}
+
+/// A removed item's value is dropped once, after a grace period (not
+/// while a reader may still use it), and dropping the list drops the
+/// values of the items left in it.
+fn removal_frees_after_gp() -> Result {
+    let drops = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+    let l: RcxList<Counted> = RcxList::new(Mode::Fallback)?;
+    for k in 0..64 {
+        l.insert(k, Some(Counted(drops.clone())))?;
+    }
+    // A duplicate insert drops the value it was given, at once.
+    kunit_expect_eq!(l.insert(3, Some(Counted(drops.clone()))), Ok(false));
+    kunit_expect_eq!(drops.load(Ordering::Relaxed), 1);
+    {
+        // Inside a read-side section, removed values stay alive.
+        let _guard = rcu::read_lock();
+        for k in (0..64).step_by(2) {
+            kunit_expect!(l.remove(k));
+        }
+        kunit_expect_eq!(drops.load(Ordering::Relaxed), 1);
     }
     kunit_expect_eq!(l.check(), Ok(32));
     let mut keys = KVec::new();
@@ -284,8 +299,10 @@ fn removal_frees_after_gp() -> Result {
     });
     kunit_expect_eq!(keys.len(), 32);
     kunit_expect!(keys.iter().enumerate().all(|(i, k)| *k == 2 * i as u64 + 1));
-    drop(l);
     rcu::barrier();
+    kunit_expect_eq!(drops.load(Ordering::Relaxed), 1 + 32);
+    drop(l);
+    kunit_expect_eq!(drops.load(Ordering::Relaxed), 1 + 64);
     Ok(())
 }
 
