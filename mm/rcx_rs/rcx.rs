@@ -87,6 +87,19 @@ const HTM_CONFLICT: u32 = 1 << 2;
 /// The most items one update may touch (a list removal touches three).
 pub const MAX_ITEMS: usize = 3;
 
+/// Proves at compile time that an update names between one and
+/// [`MAX_ITEMS`] items.
+struct ItemCount<const N: usize>;
+
+impl<const N: usize> ItemCount<N> {
+    /// Evaluated, and so checked, when [`Rcx::attempt`] is instantiated
+    /// for `N` items.
+    const OK: () = assert!(
+        N >= 1 && N <= MAX_ITEMS,
+        "an update names 1 to MAX_ITEMS items"
+    );
+}
+
 /// Returns whether the CPU has Intel RTM, i.e. whether [`Mode::Auto`] uses
 /// hardware transactions.
 pub fn htm_available() -> bool {
@@ -336,7 +349,12 @@ impl Rcx {
 
     /// Phase 1: wins `node`'s word on every header for `token`, or takes
     /// none of them and returns `false` (an abort, counted by cause).
-    fn phase1(&self, hdrs: &[HeaderRef<'_>], node: NodeId, token: usize) -> bool {
+    fn phase1<const N: usize>(
+        &self,
+        hdrs: &[HeaderRef<'_>; N],
+        node: NodeId,
+        token: usize,
+    ) -> bool {
         match self.path {
             Path::Fallback => {
                 // Address order (the caller sorted `hdrs`): a waiter holds
@@ -356,15 +374,13 @@ impl Rcx {
                         cpu_relax();
                     }
                 }
-                let mut words = [core::ptr::null_mut::<usize>(); MAX_ITEMS];
-                for (w, h) in words.iter_mut().zip(hdrs) {
-                    *w = h.locks.word_ptr(node);
-                }
-                // SAFETY: `path` is `Htm` only if the CPU has RTM; the
-                // first `hdrs.len()` pointers are valid words that live as
-                // long as the headers the caller borrows.
-                let status =
-                    unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), hdrs.len() as c_uint, token) };
+                // One word per header: the array and the count passed
+                // along are both `N`.
+                let words: [*mut usize; N] = hdrs.map(|h| h.locks.word_ptr(node));
+                // SAFETY: `path` is `Htm` only if the CPU has RTM; `words`
+                // holds `N` valid words, which live as long as the headers
+                // the caller borrows.
+                let status = unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), N as c_uint, token) };
                 if status == HTM_COMMITTED {
                     return true;
                 }
@@ -423,25 +439,27 @@ impl Rcx {
         true
     }
 
-    /// Runs one update attempt on the items of `hdrs` (distinct, at most
-    /// [`MAX_ITEMS`]): phase 1, then the global locks in address order,
-    /// then `update`, which revalidates and, if that succeeds, updates and
-    /// returns `true`.  All locks are released before returning.
+    /// Runs one update attempt on the `N` items of `hdrs` (distinct; `N`
+    /// is 1 to [`MAX_ITEMS`], checked at compile time): phase 1, then the
+    /// global locks in address order, then `update`, which revalidates
+    /// and, if that succeeds, updates and returns `true`.  All locks are
+    /// released before returning.
     ///
     /// The caller must be in an RCU read-side critical section that keeps
     /// the items alive, and `update` must not sleep.
-    pub(crate) fn attempt(
+    pub(crate) fn attempt<const N: usize>(
         &self,
-        hdrs: &mut [HeaderRef<'_>],
+        mut hdrs: [HeaderRef<'_>; N],
         update: impl FnOnce() -> bool,
     ) -> Attempt {
+        let () = ItemCount::<N>::OK;
         hdrs.sort_unstable_by_key(|h| h.global as *const GlobalLock as usize);
         // The node and the token stay valid for the whole attempt: the task
         // cannot migrate, and no other updater runs on this CPU.
         let _np = NoPreempt::new();
         let node = numa::current_node();
         let token = current_cpu_hint() as usize + 1;
-        if !self.phase1(hdrs, node, token) {
+        if !self.phase1(&hdrs, node, token) {
             return Attempt::Retry;
         }
         for (rank, h) in hdrs.iter().enumerate() {

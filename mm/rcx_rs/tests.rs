@@ -6,7 +6,7 @@ use crate::{
     hash::RcxHash,
     list::{Item, RcxList, KEY_LIMIT},
     node_lock::{NodeLocks, CACHE_LINE},
-    Header, Mode, Rcx, Stats,
+    Attempt, Header, Mode, Rcx, Stats,
 };
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
@@ -126,6 +126,52 @@ fn emulated_txn_outcomes() -> Result {
         (st.aborts_explicit, st.aborts_other, st.aborts_conflict),
         (1, 1, 0)
     );
+    Ok(())
+}
+
+/// An attempt holds the current node's word on each of the 1 to
+/// `MAX_ITEMS` items it names while its update runs, on every phase-1
+/// path, and releases every lock afterwards, also when the update fails
+/// its revalidation.  (More than `MAX_ITEMS` items do not compile.)
+fn attempt_holds_named_items() -> Result {
+    let mut hs = KVec::new();
+    for _ in 0..crate::MAX_ITEMS {
+        hs.push(KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?, GFP_KERNEL)?;
+    }
+    for h in hs.iter() {
+        // SAFETY: the header is at its final address, in its box, and
+        // not used yet.
+        unsafe { h.init() };
+    }
+    let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
+    // Inside an attempt preemption is off: the current node is the one
+    // the attempt locked for.
+    let held = |items: &[&KBox<Header>]| {
+        let node = numa::current_node();
+        items.iter().all(|h| h.node_locks().holder(node).is_some())
+    };
+    for mode in [Mode::Fallback, Mode::Emulated { abort_one_in: 0 }] {
+        let rcx = Rcx::new(mode);
+        kunit_expect_eq!(rcx.attempt([a.as_ref()], || held(&[a])), Attempt::Done);
+        kunit_expect_eq!(
+            rcx.attempt([b.as_ref(), a.as_ref()], || held(&[a, b])),
+            Attempt::Done
+        );
+        kunit_expect_eq!(
+            rcx.attempt([c.as_ref(), a.as_ref(), b.as_ref()], || held(&[a, b, c])),
+            Attempt::Done
+        );
+        kunit_expect_eq!(
+            rcx.attempt([a.as_ref(), c.as_ref()], || false),
+            Attempt::Retry
+        );
+        kunit_expect_eq!(rcx.stats().revalidations, 1);
+        for h in hs.iter() {
+            for node in NodeId::all() {
+                kunit_expect_eq!(h.node_locks().holder(node), None);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -315,6 +361,7 @@ mod list_suite {
         cases: [
             item_layout,
             emulated_txn_outcomes,
+            attempt_holds_named_items,
             list_model_fallback,
             list_model_emulated,
             list_model_auto,
