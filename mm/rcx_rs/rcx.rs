@@ -109,6 +109,14 @@ pub fn htm_available() -> bool {
 
 /// A global spinlock of an item (a `spinlock_t`).
 ///
+/// Not a `kernel::sync::SpinLock`: an update holds up to [`MAX_ITEMS`] of
+/// these locks at once, all of one lockdep class, taken in address order,
+/// so each acquisition needs its rank as the lockdep subclass
+/// (`spin_lock_nested()`).  The kernel crate's `SpinLock` has no nested
+/// acquisition, and a lock class key per lock cannot stand in for it: an
+/// item's rank differs from one update to the next.  The C glue in
+/// `lock.c` therefore takes the lock; [`GlobalGuard`] releases it.
+///
 /// # Invariants
 ///
 /// The lock has been initialised by [`GlobalLock::init`] at its current
@@ -134,18 +142,30 @@ impl GlobalLock {
         unsafe { ffi::rcx_lock_init(self.0.get()) }
     }
 
-    /// Takes the lock; `subclass` is its rank among the locks the caller
-    /// holds together (lockdep), below 8.
-    pub(crate) fn lock(&self, subclass: u32) {
+    /// Takes the lock until the returned guard is dropped; `rank` is its
+    /// rank among the locks the caller holds together, the lockdep
+    /// subclass (ranks of [`MAX_ITEMS`] and above share the last one).
+    pub(crate) fn lock(&self, rank: usize) -> GlobalGuard<'_> {
+        let subclass = rank.min(MAX_ITEMS - 1) as c_uint;
         // SAFETY: by the type invariants the lock is initialised.
-        unsafe { ffi::rcx_lock(self.0.get(), subclass as c_uint) }
+        unsafe { ffi::rcx_lock(self.0.get(), subclass) };
+        // INVARIANT: the lock was just taken; the guard releases it.
+        GlobalGuard(self)
     }
+}
 
-    /// Releases the lock, which the caller took with [`GlobalLock::lock`].
-    pub(crate) fn unlock(&self) {
-        // SAFETY: by the type invariants the lock is initialised, and the
-        // caller holds it.
-        unsafe { ffi::rcx_unlock(self.0.get()) }
+/// A held [`GlobalLock`], released when dropped.
+///
+/// # Invariants
+///
+/// The lock is held, taken by [`GlobalLock::lock`] for this guard.
+pub(crate) struct GlobalGuard<'a>(&'a GlobalLock);
+
+impl Drop for GlobalGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the lock is initialised and held
+        // for this guard, which releases it once.
+        unsafe { ffi::rcx_unlock(self.0 .0.get()) }
     }
 }
 
@@ -462,13 +482,11 @@ impl Rcx {
         if !self.phase1(&hdrs, node, token) {
             return Attempt::Retry;
         }
-        for (rank, h) in hdrs.iter().enumerate() {
-            h.global.lock(rank as u32);
-        }
-        let done = update();
-        for h in hdrs.iter().rev() {
-            h.global.unlock();
-        }
+        let done = {
+            let _held: [GlobalGuard<'_>; N] =
+                core::array::from_fn(|rank| hdrs[rank].global.lock(rank));
+            update()
+        };
         for h in hdrs.iter() {
             let _ = h.locks.unlock(node, token);
         }
