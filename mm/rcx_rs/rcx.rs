@@ -87,6 +87,12 @@ const HTM_CONFLICT: u32 = 1 << 2;
 /// The most items one update may touch (a list removal touches three).
 pub const MAX_ITEMS: usize = 3;
 
+/// Consecutive phase-1 aborts after which an update stops retrying its
+/// transaction and takes the ordered fallback (the RCU-HTM fallback rule:
+/// a transaction that keeps aborting, for capacity, interrupts or
+/// conflicts, must not hold its updater back forever).
+pub const MAX_TXN_ABORTS: u32 = 8;
+
 /// Proves at compile time that an update names between one and
 /// [`MAX_ITEMS`] items.
 struct ItemCount<const N: usize>;
@@ -262,6 +268,9 @@ pub struct Stats {
     pub aborts_explicit: u64,
     /// Updates that won their locks but failed revalidation and retried.
     pub revalidations: u64,
+    /// Phase-1 acquisitions that took the ordered fallback after
+    /// [`MAX_TXN_ABORTS`] consecutive transactional aborts.
+    pub fallbacks: u64,
 }
 
 impl Stats {
@@ -276,7 +285,7 @@ impl Stats {
 pub(crate) enum Attempt {
     /// Phase 2 ran the update and it reported success.
     Done,
-    /// Phase 1 aborted or revalidation failed: look the items up again.
+    /// Revalidation failed: look the items up again.
     Retry,
 }
 
@@ -287,6 +296,7 @@ pub struct Rcx {
     other: AtomicU64,
     explicit: AtomicU64,
     revalidations: AtomicU64,
+    fallbacks: AtomicU64,
     /// State of the abort injection of the emulation.
     rng: AtomicU64,
 }
@@ -323,6 +333,7 @@ impl Rcx {
             other: AtomicU64::new(0),
             explicit: AtomicU64::new(0),
             revalidations: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
             rng: AtomicU64::new(0x2545_f491_4f6c_dd1d),
         }
     }
@@ -343,6 +354,7 @@ impl Rcx {
             aborts_other: self.other.load(Ordering::Relaxed),
             aborts_explicit: self.explicit.load(Ordering::Relaxed),
             revalidations: self.revalidations.load(Ordering::Relaxed),
+            fallbacks: self.fallbacks.load(Ordering::Relaxed),
         }
     }
 
@@ -367,33 +379,59 @@ impl Rcx {
         z % one_in as u64 == 0
     }
 
-    /// Phase 1: wins `node`'s word on every header for `token`, or takes
-    /// none of them and returns `false` (an abort, counted by cause).
-    fn phase1<const N: usize>(
+    /// Phase 1: wins `node`'s word on every header for `token`.
+    ///
+    /// The transactional paths retry an aborted transaction (counting each
+    /// abort by cause) up to [`MAX_TXN_ABORTS`] times in a row, then take
+    /// the ordered fallback, so phase 1 always ends with the words won.
+    /// The fallback mixes safely with transactions: a transaction takes
+    /// all its words or none and aborts on a word the fallback holds.
+    fn phase1<const N: usize>(&self, hdrs: &[HeaderRef<'_>; N], node: NodeId, token: usize) {
+        for _ in 0..self.txn_tries() {
+            if self.transaction(hdrs, node, token) {
+                return;
+            }
+        }
+        if self.path != Path::Fallback {
+            Self::count(&self.fallbacks);
+        }
+        // Address order (the caller sorted `hdrs`): a waiter holds only
+        // words below the one it waits for, so no cycle.
+        for h in hdrs {
+            while h.locks.try_lock(node, token).is_err() {
+                cpu_relax();
+            }
+        }
+    }
+
+    /// Transactions phase 1 tries before the fallback: none on the
+    /// fallback path.
+    fn txn_tries(&self) -> u32 {
+        match self.path {
+            Path::Fallback => 0,
+            Path::Htm | Path::Emulated(_) => MAX_TXN_ABORTS,
+        }
+    }
+
+    /// One phase-1 transaction: wins `node`'s word on every header for
+    /// `token`, or takes none of them and returns `false` (an abort,
+    /// counted by cause).
+    fn transaction<const N: usize>(
         &self,
         hdrs: &[HeaderRef<'_>; N],
         node: NodeId,
         token: usize,
     ) -> bool {
-        match self.path {
-            Path::Fallback => {
-                // Address order (the caller sorted `hdrs`): a waiter holds
-                // only words below the one it waits for, so no cycle.
-                for h in hdrs {
-                    while h.locks.try_lock(node, token).is_err() {
-                        cpu_relax();
-                    }
-                }
-                true
+        // Listing 3.5, line 14: wait until the words look free, so that
+        // the transaction is not doomed from the start.
+        for h in hdrs {
+            while h.locks.holder(node).is_some() {
+                cpu_relax();
             }
+        }
+        match self.path {
+            Path::Fallback => false,
             Path::Htm => {
-                // Listing 3.5, line 14: wait until the words look free, so
-                // that the transaction is not doomed from the start.
-                for h in hdrs {
-                    while h.locks.holder(node).is_some() {
-                        cpu_relax();
-                    }
-                }
                 // One word per header: the array and the count passed
                 // along are both `N`.
                 let words: [*mut usize; N] = hdrs.map(|h| h.locks.word_ptr(node));
@@ -413,14 +451,7 @@ impl Rcx {
                 }
                 false
             }
-            Path::Emulated(one_in) => {
-                for h in hdrs {
-                    while h.locks.holder(node).is_some() {
-                        cpu_relax();
-                    }
-                }
-                self.emulated_txn(hdrs, node, token, one_in)
-            }
+            Path::Emulated(one_in) => self.emulated_txn(hdrs, node, token, one_in),
         }
     }
 
@@ -479,9 +510,7 @@ impl Rcx {
         let _np = NoPreempt::new();
         let node = numa::current_node();
         let token = current_cpu_hint() as usize + 1;
-        if !self.phase1(&hdrs, node, token) {
-            return Attempt::Retry;
-        }
+        self.phase1(&hdrs, node, token);
         let done = {
             let _held: [GlobalGuard<'_>; N] =
                 core::array::from_fn(|rank| hdrs[rank].global.lock(rank));

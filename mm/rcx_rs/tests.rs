@@ -150,7 +150,11 @@ fn attempt_holds_named_items() -> Result {
         let node = numa::current_node();
         items.iter().all(|h| h.node_locks().holder(node).is_some())
     };
-    for mode in [Mode::Fallback, Mode::Emulated { abort_one_in: 0 }] {
+    for mode in [
+        Mode::Fallback,
+        Mode::Emulated { abort_one_in: 0 },
+        Mode::Emulated { abort_one_in: 1 },
+    ] {
         let rcx = Rcx::new(mode);
         kunit_expect_eq!(rcx.attempt([a.as_ref()], || held(&[a])), Attempt::Done);
         kunit_expect_eq!(
@@ -370,6 +374,66 @@ fn removal_frees_after_gp() -> Result {
     Ok(())
 }
 
+/// Updates of the phase-1 test below.
+const ABORT_INSERTS: u64 = 8;
+
+/// With every transaction aborting, updates still complete: after a
+/// bounded number of aborts phase 1 takes the ordered fallback.  The
+/// updates run on a worker so that a path that retried forever fails the
+/// case instead of hanging the run.
+fn aborting_txn_falls_back() -> Result {
+    let l = Arc::new(
+        RcxList::<u64>::new(Mode::Emulated { abort_one_in: 1 })?,
+        GFP_KERNEL,
+    )?;
+    let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+    let (lw, dw) = (l.clone(), done.clone());
+    let started = spawn_workers(1, move |_| {
+        let (l, done) = (lw.clone(), dw.clone());
+        move || {
+            for k in 0..ABORT_INSERTS {
+                if l.insert(k, Some(k)) == Ok(true) {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            for k in (0..ABORT_INSERTS).step_by(2) {
+                if l.remove(k) {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            done.fetch_add(1000, Ordering::Release);
+        }
+    });
+    kunit_expect_eq!(started, 1);
+    // Seconds are plenty: the updates take microseconds each.
+    for _ in 0..500 {
+        if done.load(Ordering::Acquire) >= 1000 {
+            break;
+        }
+        delay::msleep(10);
+    }
+    let updates = ABORT_INSERTS + ABORT_INSERTS / 2;
+    kunit_expect_eq!(done.load(Ordering::Acquire), 1000 + updates as usize);
+    if done.load(Ordering::Acquire) < 1000 {
+        return Err(EBUSY);
+    }
+    kunit_expect_eq!(l.check(), Ok((ABORT_INSERTS / 2) as usize));
+    // Alone, every update took the fallback once, after exactly the
+    // bounded number of (injected) aborts.
+    let st = l.stats();
+    kunit_expect_eq!(st.fallbacks, updates);
+    kunit_expect_eq!(st.aborts_other, updates * crate::MAX_TXN_ABORTS as u64);
+    kunit_expect_eq!(st.aborts_conflict + st.aborts_explicit, 0);
+    // The fallback path proper never counts a fallback.
+    let f = RcxList::<u64>::new(Mode::Fallback)?;
+    kunit_expect_eq!(f.insert(1, None), Ok(true));
+    kunit_expect!(f.remove(1));
+    kunit_expect_eq!(f.stats(), Stats::default());
+    drop(f);
+    rcu::barrier();
+    Ok(())
+}
+
 /// The suite of the list and hash table (one suite per module).
 mod list_suite {
     use super::*;
@@ -387,6 +451,7 @@ mod list_suite {
             hash_model_fallback,
             hash_model_emulated,
             removal_frees_after_gp,
+            aborting_txn_falls_back,
         ],
     }
 }
@@ -486,7 +551,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
     pr_info!(
         concat!(
             "stress {}: {} workers x {} ops on {} cpus; ",
-            "aborts: {} conflict, {} other, {} explicit; {} revalidations\n"
+            "aborts: {} conflict, {} other, {} explicit; {} fallbacks; {} revalidations\n"
         ),
         name,
         workers,
@@ -495,6 +560,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
         c.aborts_conflict,
         c.aborts_other,
         c.aborts_explicit,
+        c.fallbacks,
         c.revalidations
     );
     rcu::barrier();
