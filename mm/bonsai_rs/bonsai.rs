@@ -158,10 +158,15 @@ pub struct Counters {
 /// A Bonsai tree of ranges with values of type `V`, safe to share: lookups
 /// run concurrently with one writer at a time.
 ///
-/// Removed values are dropped from an RCU callback, in softirq context:
-/// `V`'s `Drop` must not sleep.  A module that uses a `RangeTree` must call
-/// [`rcu::barrier`] before it is unloaded, after dropping its trees.
-/// Dropping a tree takes its writer mutex (process context only).
+/// Values are `Copy` (plain data or shared pointers): rotations copy nodes
+/// while lookups may still read the old copy, so a value must not be
+/// mutable in place; see [`tree::Tree`].  Per-range state that lookups
+/// update (a counter, a lock) lives behind a pointer all copies share.
+///
+/// Replaced and removed nodes are freed from an RCU callback.  A module
+/// that uses a `RangeTree` must call [`rcu::barrier`] before it is
+/// unloaded, after dropping its trees.  Dropping a tree takes its writer
+/// mutex (process context only).
 ///
 /// # Invariants
 ///
@@ -170,7 +175,7 @@ pub struct Counters {
 /// handle of a debugfs file whose callback reads this tree; it is removed
 /// before the tree is dropped.
 #[pin_data(PinnedDrop)]
-pub struct RangeTree<V: Send + Sync + 'static> {
+pub struct RangeTree<V: Copy + Send + Sync + 'static> {
     tree: tree::Tree<V>,
     #[pin]
     writer: Mutex<WriterState<V>>,
@@ -185,7 +190,7 @@ pub struct RangeTree<V: Send + Sync + 'static> {
     debugfs: AtomicPtr<bindings::bonsai_debugfs>,
 }
 
-impl<V: Send + Sync + 'static> RangeTree<V> {
+impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
     /// Creates an empty tree with the default (proven) balance parameters.
     pub fn new() -> impl PinInit<Self> {
         Self::with_params(tree::BalanceParams::HIRAI_YAMAMOTO)
@@ -451,7 +456,7 @@ impl<V: Send + Sync + 'static> RangeTree<V> {
 ///
 /// `tree` points to a live `RangeTree<V>` and `out` to a writable
 /// `struct bonsai_stats`.
-unsafe extern "C" fn stats_show<V: Send + Sync + 'static>(
+unsafe extern "C" fn stats_show<V: Copy + Send + Sync + 'static>(
     tree: *const c_void,
     out: *mut bindings::bonsai_stats,
 ) {
@@ -475,7 +480,7 @@ unsafe extern "C" fn stats_show<V: Send + Sync + 'static>(
 }
 
 #[pinned_drop]
-impl<V: Send + Sync + 'static> PinnedDrop for RangeTree<V> {
+impl<V: Copy + Send + Sync + 'static> PinnedDrop for RangeTree<V> {
     fn drop(self: Pin<&mut Self>) {
         let d = self.debugfs.swap(ptr::null_mut(), Ordering::AcqRel);
         if !d.is_null() {

@@ -113,7 +113,7 @@ impl LockedList {
         }
         let new = Node::alloc(key, ptr::null_mut())?;
         let guard = rcu::read_lock();
-        self.lock.lock(0);
+        let held = self.lock.lock(0);
         let (prev, next) = self.find(key, &guard);
         let done = next.key != key;
         if done {
@@ -123,7 +123,7 @@ impl LockedList {
                 .store(next as *const Node as *mut Node, Ordering::Relaxed);
             prev.next.store(new.as_ptr(), Ordering::Release);
         }
-        self.lock.unlock();
+        drop(held);
         drop(guard);
         if !done {
             // SAFETY: from `KBox::into_raw`, never published.
@@ -137,7 +137,7 @@ impl LockedList {
             return false;
         }
         let guard = rcu::read_lock();
-        self.lock.lock(0);
+        let held = self.lock.lock(0);
         let (prev, e) = self.find(key, &guard);
         let found = e.key == key;
         let e_ptr = e as *const Node as *mut Node;
@@ -145,7 +145,7 @@ impl LockedList {
             prev.next
                 .store(e.next.load(Ordering::Relaxed), Ordering::Release);
         }
-        self.lock.unlock();
+        drop(held);
         drop(guard);
         if found {
             // SAFETY: unlinked under the lock, so by nobody else; readers

@@ -193,7 +193,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             unsafe { new.as_ref() }
                 .next
                 .store(next_ptr, Ordering::Relaxed);
-            let r = rcx.attempt(&mut [prev.hdr(), next.hdr()], || {
+            let r = rcx.attempt([prev.hdr(), next.hdr()], || {
                 if prev.removed.load(Ordering::Relaxed)
                     || next.removed.load(Ordering::Relaxed)
                     || prev.next.load(Ordering::Relaxed) != next_ptr
@@ -226,7 +226,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             let e_ptr = e as *const Item<V> as *mut Item<V>;
             let n_ptr = e.next.load(Ordering::Acquire);
             let n = Self::item(n_ptr, &guard);
-            let r = rcx.attempt(&mut [p.hdr(), e.hdr(), n.hdr()], || {
+            let r = rcx.attempt([p.hdr(), e.hdr(), n.hdr()], || {
                 if p.removed.load(Ordering::Relaxed)
                     || e.removed.load(Ordering::Relaxed)
                     || n.removed.load(Ordering::Relaxed)

@@ -5,7 +5,9 @@
  * An RCX update takes the global locks of up to three items in address
  * order.  All item locks share one lockdep class, so each is taken with
  * its rank in that order as the subclass: lockdep then checks the order
- * instead of reporting recursive locking.
+ * instead of reporting recursive locking.  The Rust crate's SpinLock has
+ * no nested acquisition, hence this glue; a Rust guard (GlobalGuard in
+ * rcx.rs) calls rcx_unlock(), so an unheld lock is never released.
  */
 #include <linux/preempt.h>
 #include <linux/spinlock.h>

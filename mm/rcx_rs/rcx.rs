@@ -87,6 +87,25 @@ const HTM_CONFLICT: u32 = 1 << 2;
 /// The most items one update may touch (a list removal touches three).
 pub const MAX_ITEMS: usize = 3;
 
+/// Consecutive phase-1 aborts after which an update stops retrying its
+/// transaction and takes the ordered fallback (the RCU-HTM fallback rule:
+/// a transaction that keeps aborting, for capacity, interrupts or
+/// conflicts, must not hold its updater back forever).
+pub const MAX_TXN_ABORTS: u32 = 8;
+
+/// Proves at compile time that an update names between one and
+/// [`MAX_ITEMS`] items.
+struct ItemCount<const N: usize>;
+
+impl<const N: usize> ItemCount<N> {
+    /// Evaluated, and so checked, when [`Rcx::attempt`] is instantiated
+    /// for `N` items.
+    const OK: () = assert!(
+        N >= 1 && N <= MAX_ITEMS,
+        "an update names 1 to MAX_ITEMS items"
+    );
+}
+
 /// Returns whether the CPU has Intel RTM, i.e. whether [`Mode::Auto`] uses
 /// hardware transactions.
 pub fn htm_available() -> bool {
@@ -95,6 +114,14 @@ pub fn htm_available() -> bool {
 }
 
 /// A global spinlock of an item (a `spinlock_t`).
+///
+/// Not a `kernel::sync::SpinLock`: an update holds up to [`MAX_ITEMS`] of
+/// these locks at once, all of one lockdep class, taken in address order,
+/// so each acquisition needs its rank as the lockdep subclass
+/// (`spin_lock_nested()`).  The kernel crate's `SpinLock` has no nested
+/// acquisition, and a lock class key per lock cannot stand in for it: an
+/// item's rank differs from one update to the next.  The C glue in
+/// `lock.c` therefore takes the lock; [`GlobalGuard`] releases it.
 ///
 /// # Invariants
 ///
@@ -121,18 +148,30 @@ impl GlobalLock {
         unsafe { ffi::rcx_lock_init(self.0.get()) }
     }
 
-    /// Takes the lock; `subclass` is its rank among the locks the caller
-    /// holds together (lockdep), below 8.
-    pub(crate) fn lock(&self, subclass: u32) {
+    /// Takes the lock until the returned guard is dropped; `rank` is its
+    /// rank among the locks the caller holds together, the lockdep
+    /// subclass (ranks of [`MAX_ITEMS`] and above share the last one).
+    pub(crate) fn lock(&self, rank: usize) -> GlobalGuard<'_> {
+        let subclass = rank.min(MAX_ITEMS - 1) as c_uint;
         // SAFETY: by the type invariants the lock is initialised.
-        unsafe { ffi::rcx_lock(self.0.get(), subclass as c_uint) }
+        unsafe { ffi::rcx_lock(self.0.get(), subclass) };
+        // INVARIANT: the lock was just taken; the guard releases it.
+        GlobalGuard(self)
     }
+}
 
-    /// Releases the lock, which the caller took with [`GlobalLock::lock`].
-    pub(crate) fn unlock(&self) {
-        // SAFETY: by the type invariants the lock is initialised, and the
-        // caller holds it.
-        unsafe { ffi::rcx_unlock(self.0.get()) }
+/// A held [`GlobalLock`], released when dropped.
+///
+/// # Invariants
+///
+/// The lock is held, taken by [`GlobalLock::lock`] for this guard.
+pub(crate) struct GlobalGuard<'a>(&'a GlobalLock);
+
+impl Drop for GlobalGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariant the lock is initialised and held
+        // for this guard, which releases it once.
+        unsafe { ffi::rcx_unlock(self.0 .0.get()) }
     }
 }
 
@@ -229,6 +268,9 @@ pub struct Stats {
     pub aborts_explicit: u64,
     /// Updates that won their locks but failed revalidation and retried.
     pub revalidations: u64,
+    /// Phase-1 acquisitions that took the ordered fallback after
+    /// [`MAX_TXN_ABORTS`] consecutive transactional aborts.
+    pub fallbacks: u64,
 }
 
 impl Stats {
@@ -243,7 +285,7 @@ impl Stats {
 pub(crate) enum Attempt {
     /// Phase 2 ran the update and it reported success.
     Done,
-    /// Phase 1 aborted or revalidation failed: look the items up again.
+    /// Revalidation failed: look the items up again.
     Retry,
 }
 
@@ -254,6 +296,7 @@ pub struct Rcx {
     other: AtomicU64,
     explicit: AtomicU64,
     revalidations: AtomicU64,
+    fallbacks: AtomicU64,
     /// State of the abort injection of the emulation.
     rng: AtomicU64,
 }
@@ -290,6 +333,7 @@ impl Rcx {
             other: AtomicU64::new(0),
             explicit: AtomicU64::new(0),
             revalidations: AtomicU64::new(0),
+            fallbacks: AtomicU64::new(0),
             rng: AtomicU64::new(0x2545_f491_4f6c_dd1d),
         }
     }
@@ -310,6 +354,7 @@ impl Rcx {
             aborts_other: self.other.load(Ordering::Relaxed),
             aborts_explicit: self.explicit.load(Ordering::Relaxed),
             revalidations: self.revalidations.load(Ordering::Relaxed),
+            fallbacks: self.fallbacks.load(Ordering::Relaxed),
         }
     }
 
@@ -334,37 +379,66 @@ impl Rcx {
         z % one_in as u64 == 0
     }
 
-    /// Phase 1: wins `node`'s word on every header for `token`, or takes
-    /// none of them and returns `false` (an abort, counted by cause).
-    fn phase1(&self, hdrs: &[HeaderRef<'_>], node: NodeId, token: usize) -> bool {
-        match self.path {
-            Path::Fallback => {
-                // Address order (the caller sorted `hdrs`): a waiter holds
-                // only words below the one it waits for, so no cycle.
-                for h in hdrs {
-                    while h.locks.try_lock(node, token).is_err() {
-                        cpu_relax();
-                    }
-                }
-                true
+    /// Phase 1: wins `node`'s word on every header for `token`.
+    ///
+    /// The transactional paths retry an aborted transaction (counting each
+    /// abort by cause) up to [`MAX_TXN_ABORTS`] times in a row, then take
+    /// the ordered fallback, so phase 1 always ends with the words won.
+    /// The fallback mixes safely with transactions: a transaction takes
+    /// all its words or none and aborts on a word the fallback holds.
+    fn phase1<const N: usize>(&self, hdrs: &[HeaderRef<'_>; N], node: NodeId, token: usize) {
+        for _ in 0..self.txn_tries() {
+            if self.transaction(hdrs, node, token) {
+                return;
             }
+        }
+        if self.path != Path::Fallback {
+            Self::count(&self.fallbacks);
+        }
+        // Address order (the caller sorted `hdrs`): a waiter holds only
+        // words below the one it waits for, so no cycle.
+        for h in hdrs {
+            while h.locks.try_lock(node, token).is_err() {
+                cpu_relax();
+            }
+        }
+    }
+
+    /// Transactions phase 1 tries before the fallback: none on the
+    /// fallback path.
+    fn txn_tries(&self) -> u32 {
+        match self.path {
+            Path::Fallback => 0,
+            Path::Htm | Path::Emulated(_) => MAX_TXN_ABORTS,
+        }
+    }
+
+    /// One phase-1 transaction: wins `node`'s word on every header for
+    /// `token`, or takes none of them and returns `false` (an abort,
+    /// counted by cause).
+    fn transaction<const N: usize>(
+        &self,
+        hdrs: &[HeaderRef<'_>; N],
+        node: NodeId,
+        token: usize,
+    ) -> bool {
+        // Listing 3.5, line 14: wait until the words look free, so that
+        // the transaction is not doomed from the start.
+        for h in hdrs {
+            while h.locks.holder(node).is_some() {
+                cpu_relax();
+            }
+        }
+        match self.path {
+            Path::Fallback => false,
             Path::Htm => {
-                // Listing 3.5, line 14: wait until the words look free, so
-                // that the transaction is not doomed from the start.
-                for h in hdrs {
-                    while h.locks.holder(node).is_some() {
-                        cpu_relax();
-                    }
-                }
-                let mut words = [core::ptr::null_mut::<usize>(); MAX_ITEMS];
-                for (w, h) in words.iter_mut().zip(hdrs) {
-                    *w = h.locks.word_ptr(node);
-                }
-                // SAFETY: `path` is `Htm` only if the CPU has RTM; the
-                // first `hdrs.len()` pointers are valid words that live as
-                // long as the headers the caller borrows.
-                let status =
-                    unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), hdrs.len() as c_uint, token) };
+                // One word per header: the array and the count passed
+                // along are both `N`.
+                let words: [*mut usize; N] = hdrs.map(|h| h.locks.word_ptr(node));
+                // SAFETY: `path` is `Htm` only if the CPU has RTM; `words`
+                // holds `N` valid words, which live as long as the headers
+                // the caller borrows.
+                let status = unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), N as c_uint, token) };
                 if status == HTM_COMMITTED {
                     return true;
                 }
@@ -377,14 +451,7 @@ impl Rcx {
                 }
                 false
             }
-            Path::Emulated(one_in) => {
-                for h in hdrs {
-                    while h.locks.holder(node).is_some() {
-                        cpu_relax();
-                    }
-                }
-                self.emulated_txn(hdrs, node, token, one_in)
-            }
+            Path::Emulated(one_in) => self.emulated_txn(hdrs, node, token, one_in),
         }
     }
 
@@ -423,34 +490,32 @@ impl Rcx {
         true
     }
 
-    /// Runs one update attempt on the items of `hdrs` (distinct, at most
-    /// [`MAX_ITEMS`]): phase 1, then the global locks in address order,
-    /// then `update`, which revalidates and, if that succeeds, updates and
-    /// returns `true`.  All locks are released before returning.
+    /// Runs one update attempt on the `N` items of `hdrs` (distinct; `N`
+    /// is 1 to [`MAX_ITEMS`], checked at compile time): phase 1, then the
+    /// global locks in address order, then `update`, which revalidates
+    /// and, if that succeeds, updates and returns `true`.  All locks are
+    /// released before returning.
     ///
     /// The caller must be in an RCU read-side critical section that keeps
     /// the items alive, and `update` must not sleep.
-    pub(crate) fn attempt(
+    pub(crate) fn attempt<const N: usize>(
         &self,
-        hdrs: &mut [HeaderRef<'_>],
+        mut hdrs: [HeaderRef<'_>; N],
         update: impl FnOnce() -> bool,
     ) -> Attempt {
+        let () = ItemCount::<N>::OK;
         hdrs.sort_unstable_by_key(|h| h.global as *const GlobalLock as usize);
         // The node and the token stay valid for the whole attempt: the task
         // cannot migrate, and no other updater runs on this CPU.
         let _np = NoPreempt::new();
         let node = numa::current_node();
         let token = current_cpu_hint() as usize + 1;
-        if !self.phase1(hdrs, node, token) {
-            return Attempt::Retry;
-        }
-        for (rank, h) in hdrs.iter().enumerate() {
-            h.global.lock(rank as u32);
-        }
-        let done = update();
-        for h in hdrs.iter().rev() {
-            h.global.unlock();
-        }
+        self.phase1(&hdrs, node, token);
+        let done = {
+            let _held: [GlobalGuard<'_>; N] =
+                core::array::from_fn(|rank| hdrs[rank].global.lock(rank));
+            update()
+        };
         for h in hdrs.iter() {
             let _ = h.locks.unlock(node, token);
         }

@@ -6,7 +6,7 @@ use crate::{
     hash::RcxHash,
     list::{Item, RcxList, KEY_LIMIT},
     node_lock::{NodeLocks, CACHE_LINE},
-    Header, Mode, Rcx, Stats,
+    Attempt, Header, Mode, Rcx, Stats,
 };
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
@@ -126,6 +126,74 @@ fn emulated_txn_outcomes() -> Result {
         (st.aborts_explicit, st.aborts_other, st.aborts_conflict),
         (1, 1, 0)
     );
+    Ok(())
+}
+
+/// An attempt holds the current node's word on each of the 1 to
+/// `MAX_ITEMS` items it names while its update runs, on every phase-1
+/// path, and releases every lock afterwards, also when the update fails
+/// its revalidation.  (More than `MAX_ITEMS` items do not compile.)
+fn attempt_holds_named_items() -> Result {
+    let mut hs = KVec::new();
+    for _ in 0..crate::MAX_ITEMS {
+        hs.push(KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?, GFP_KERNEL)?;
+    }
+    for h in hs.iter() {
+        // SAFETY: the header is at its final address, in its box, and
+        // not used yet.
+        unsafe { h.init() };
+    }
+    let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
+    // Inside an attempt preemption is off: the current node is the one
+    // the attempt locked for.
+    let held = |items: &[&KBox<Header>]| {
+        let node = numa::current_node();
+        items.iter().all(|h| h.node_locks().holder(node).is_some())
+    };
+    for mode in [
+        Mode::Fallback,
+        Mode::Emulated { abort_one_in: 0 },
+        Mode::Emulated { abort_one_in: 1 },
+    ] {
+        let rcx = Rcx::new(mode);
+        kunit_expect_eq!(rcx.attempt([a.as_ref()], || held(&[a])), Attempt::Done);
+        kunit_expect_eq!(
+            rcx.attempt([b.as_ref(), a.as_ref()], || held(&[a, b])),
+            Attempt::Done
+        );
+        kunit_expect_eq!(
+            rcx.attempt([c.as_ref(), a.as_ref(), b.as_ref()], || held(&[a, b, c])),
+            Attempt::Done
+        );
+        kunit_expect_eq!(
+            rcx.attempt([a.as_ref(), c.as_ref()], || false),
+            Attempt::Retry
+        );
+        kunit_expect_eq!(rcx.stats().revalidations, 1);
+        for h in hs.iter() {
+            for node in NodeId::all() {
+                kunit_expect_eq!(h.node_locks().holder(node), None);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Dropping a guard releases its global lock: taking the lock again, at
+/// every rank (ranks past `MAX_ITEMS` share the last subclass), neither
+/// deadlocks nor makes lockdep complain.
+fn global_guard_releases() -> Result {
+    let h = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+    // SAFETY: the header is at its final address, in its box, and not
+    // used yet.
+    unsafe { h.init() };
+    let mut taken = 0;
+    for rank in 0..crate::MAX_ITEMS + 2 {
+        let guard = h.as_ref().global.lock(rank);
+        taken += 1;
+        drop(guard);
+    }
+    kunit_expect_eq!(taken, crate::MAX_ITEMS + 2);
     Ok(())
 }
 
@@ -263,19 +331,34 @@ fn hash_model_emulated() -> Result {
     Ok(())
 }
 
-/// Removed items are freed after a grace period (KASAN reports a leak
-/// or a use after free otherwise); dropping a list frees the rest.
-fn removal_frees_after_gp() -> Result {
-    let l: RcxList<KVec<u8>> = RcxList::new(Mode::Fallback)?;
-    for k in 0..64 {
-        l.insert(k, Some(KVec::from_elem(k as u8, 100, GFP_KERNEL)?))?;
+/// A value that counts its drops.
+struct Counted(Arc<AtomicUsize>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
     }
-    let guard = rcu::read_lock();
-    let seen = l.with_value(5, |v| v.map(|v| v[0]));
-    drop(guard);
-    kunit_expect_eq!(seen, Some(Some(5)));
-    for k in (0..64).step_by(2) {
-        kunit_expect!(l.remove(k));
+}
+
+/// A removed item's value is dropped once, after a grace period (not
+/// while a reader may still use it), and dropping the list drops the
+/// values of the items left in it.
+fn removal_frees_after_gp() -> Result {
+    let drops = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+    let l: RcxList<Counted> = RcxList::new(Mode::Fallback)?;
+    for k in 0..64 {
+        l.insert(k, Some(Counted(drops.clone())))?;
+    }
+    // A duplicate insert drops the value it was given, at once.
+    kunit_expect_eq!(l.insert(3, Some(Counted(drops.clone()))), Ok(false));
+    kunit_expect_eq!(drops.load(Ordering::Relaxed), 1);
+    {
+        // Inside a read-side section, removed values stay alive.
+        let _guard = rcu::read_lock();
+        for k in (0..64).step_by(2) {
+            kunit_expect!(l.remove(k));
+        }
+        kunit_expect_eq!(drops.load(Ordering::Relaxed), 1);
     }
     kunit_expect_eq!(l.check(), Ok(32));
     let mut keys = KVec::new();
@@ -284,7 +367,69 @@ fn removal_frees_after_gp() -> Result {
     });
     kunit_expect_eq!(keys.len(), 32);
     kunit_expect!(keys.iter().enumerate().all(|(i, k)| *k == 2 * i as u64 + 1));
+    rcu::barrier();
+    kunit_expect_eq!(drops.load(Ordering::Relaxed), 1 + 32);
     drop(l);
+    kunit_expect_eq!(drops.load(Ordering::Relaxed), 1 + 64);
+    Ok(())
+}
+
+/// Updates of the phase-1 test below.
+const ABORT_INSERTS: u64 = 8;
+
+/// With every transaction aborting, updates still complete: after a
+/// bounded number of aborts phase 1 takes the ordered fallback.  The
+/// updates run on a worker so that a path that retried forever fails the
+/// case instead of hanging the run.
+fn aborting_txn_falls_back() -> Result {
+    let l = Arc::new(
+        RcxList::<u64>::new(Mode::Emulated { abort_one_in: 1 })?,
+        GFP_KERNEL,
+    )?;
+    let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+    let (lw, dw) = (l.clone(), done.clone());
+    let started = spawn_workers(1, move |_| {
+        let (l, done) = (lw.clone(), dw.clone());
+        move || {
+            for k in 0..ABORT_INSERTS {
+                if l.insert(k, Some(k)) == Ok(true) {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            for k in (0..ABORT_INSERTS).step_by(2) {
+                if l.remove(k) {
+                    done.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            done.fetch_add(1000, Ordering::Release);
+        }
+    });
+    kunit_expect_eq!(started, 1);
+    // Seconds are plenty: the updates take microseconds each.
+    for _ in 0..500 {
+        if done.load(Ordering::Acquire) >= 1000 {
+            break;
+        }
+        delay::msleep(10);
+    }
+    let updates = ABORT_INSERTS + ABORT_INSERTS / 2;
+    kunit_expect_eq!(done.load(Ordering::Acquire), 1000 + updates as usize);
+    if done.load(Ordering::Acquire) < 1000 {
+        return Err(EBUSY);
+    }
+    kunit_expect_eq!(l.check(), Ok((ABORT_INSERTS / 2) as usize));
+    // Alone, every update took the fallback once, after exactly the
+    // bounded number of (injected) aborts.
+    let st = l.stats();
+    kunit_expect_eq!(st.fallbacks, updates);
+    kunit_expect_eq!(st.aborts_other, updates * crate::MAX_TXN_ABORTS as u64);
+    kunit_expect_eq!(st.aborts_conflict + st.aborts_explicit, 0);
+    // The fallback path proper never counts a fallback.
+    let f = RcxList::<u64>::new(Mode::Fallback)?;
+    kunit_expect_eq!(f.insert(1, None), Ok(true));
+    kunit_expect!(f.remove(1));
+    kunit_expect_eq!(f.stats(), Stats::default());
+    drop(f);
     rcu::barrier();
     Ok(())
 }
@@ -298,12 +443,15 @@ mod list_suite {
         cases: [
             item_layout,
             emulated_txn_outcomes,
+            attempt_holds_named_items,
+            global_guard_releases,
             list_model_fallback,
             list_model_emulated,
             list_model_auto,
             hash_model_fallback,
             hash_model_emulated,
             removal_frees_after_gp,
+            aborting_txn_falls_back,
         ],
     }
 }
@@ -403,7 +551,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
     pr_info!(
         concat!(
             "stress {}: {} workers x {} ops on {} cpus; ",
-            "aborts: {} conflict, {} other, {} explicit; {} revalidations\n"
+            "aborts: {} conflict, {} other, {} explicit; {} fallbacks; {} revalidations\n"
         ),
         name,
         workers,
@@ -412,6 +560,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
         c.aborts_conflict,
         c.aborts_other,
         c.aborts_explicit,
+        c.fallbacks,
         c.revalidations
     );
     rcu::barrier();

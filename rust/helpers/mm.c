@@ -44,6 +44,15 @@ unsigned int rust_helper_rust_nr_node_ids(void)
 	return nr_node_ids;
 }
 
+/*
+ * node_possible() tests a bit of a MAX_NUMNODES-bit mask: check the id
+ * against nr_node_ids first, so that any id may be asked about.
+ */
+bool rust_helper_rsmm_node_possible(int nid)
+{
+	return nid >= 0 && nid < nr_node_ids && node_possible(nid);
+}
+
 /* nr_cpu_ids is a variable or a constant depending on NR_CPUS. */
 unsigned int rust_helper_rust_nr_cpu_ids(void)
 {

@@ -112,7 +112,7 @@ impl Walk<'_> {
     }
 }
 
-impl<V> Writer<'_, V> {
+impl<V: Copy> Writer<'_, V> {
     /// Verifies the tree: ranges non-empty, ordered and disjoint; every
     /// size field right; every node in balance (an error only with proven
     /// parameters, otherwise counted in the report); the length right.

@@ -220,10 +220,14 @@ fn bump(c: &AtomicUsize, n: usize) {
 
 /// A Bonsai tree of ranges with values of type `V`.
 ///
-/// Values are moved bitwise when their node is copied, and a lookup may
-/// still read the old copy: `V` should be plain data or a handle (a
-/// pointer, an `ARef`), not something with inline interior mutability.
-pub struct Tree<V> {
+/// Rotations copy nodes, values included, while a lookup may still hold a
+/// reference to the old copy.  `V` is therefore `Copy`: plain data or a
+/// shared pointer (`&'static T`, a raw pointer).  A `Copy` type has no
+/// interior mutability of its own (no `UnsafeCell` outside a pointer) and
+/// no destructor, so both copies always read the same and nothing written
+/// through one copy can be lost with it.  State that lookups update in
+/// place belongs behind a pointer that every copy shares.
+pub struct Tree<V: Copy> {
     root: AtomicPtr<Node<V>>,
     len: AtomicUsize,
     params: BalanceParams,
@@ -232,18 +236,18 @@ pub struct Tree<V> {
 }
 
 // SAFETY: the tree owns its nodes and values; sending it sends the values.
-unsafe impl<V: Send> Send for Tree<V> {}
+unsafe impl<V: Copy + Send> Send for Tree<V> {}
 // SAFETY: through `&Tree`, lookups on any thread get `&V`, and writers on
 // any thread insert and (via retired lists) drop values.
-unsafe impl<V: Send + Sync> Sync for Tree<V> {}
+unsafe impl<V: Copy + Send + Sync> Sync for Tree<V> {}
 
-impl<V> Default for Tree<V> {
+impl<V: Copy> Default for Tree<V> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<V> Tree<V> {
+impl<V: Copy> Tree<V> {
     /// Creates an empty tree with the default balance parameters.
     pub fn new() -> Self {
         Self::with_params(BalanceParams::default())
@@ -354,7 +358,7 @@ impl<V> Tree<V> {
     }
 }
 
-impl<V> Drop for Tree<V> {
+impl<V: Copy> Drop for Tree<V> {
     fn drop(&mut self) {
         // SAFETY: `&mut self` means no lookup or writer holds the tree; the
         // owner must not drop it before a grace period has passed since
@@ -420,14 +424,14 @@ impl<'a, V> Iterator for Iter<'a, V> {
 
 /// The writer side of a tree, alive while the caller holds the writer
 /// lock; see [`Tree::writer`].
-pub struct Writer<'a, V> {
+pub struct Writer<'a, V: Copy> {
     tree: &'a Tree<V>,
     reserve: &'a mut NodeReserve<V>,
     retired: &'a mut RetiredList<V>,
     key: WriteKey,
 }
 
-impl<'a, V> Writer<'a, V> {
+impl<'a, V: Copy> Writer<'a, V> {
     /// The tree.
     pub fn tree(&self) -> &'a Tree<V> {
         self.tree

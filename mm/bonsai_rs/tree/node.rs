@@ -18,10 +18,11 @@
 //!   links change only by release stores, and only in ways that keep
 //!   every key a lookup can be looking for below that link (the rules are
 //!   in the parent module).  Its `meta` cell is touched by the writer only.
-//! * A value is moved (bitwise) from a node to its replacement exactly
-//!   once, by [`NodeReserve::replace`], which retires the old node as a
-//!   *husk*: its value is never dropped and never handed out mutably.
-//!   Lookups that still hold the old node read the same bits.
+//! * A value is copied from a node to its replacement by
+//!   [`NodeReserve::replace`], which retires the old node as a *husk*.
+//!   Values of a tree are `Copy` (see [`Tree`](super::Tree)): lookups that
+//!   still hold the old node read an equal value, and, the type having no
+//!   interior mutability of its own, nothing can change either copy.
 
 use core::cell::UnsafeCell;
 use core::marker::PhantomData;
@@ -359,8 +360,9 @@ impl<V> NodeReserve<V> {
         self.make(start, end, value, None, None, size)
     }
 
-    /// Takes a node that replaces `old`: same range, `old`'s value moved in,
-    /// the given children and size.  `old` goes to `retired` as a husk.
+    /// Takes a node that replaces `old`: same range, a copy of `old`'s
+    /// value, the given children and size.  `old` goes to `retired` as a
+    /// husk.
     ///
     /// Returns `None`, changing nothing, if the reserve is empty.
     pub(crate) fn replace<'a>(
@@ -371,27 +373,18 @@ impl<V> NodeReserve<V> {
         size: usize,
         retired: &mut RetiredList<V>,
         key: &WriteKey,
-    ) -> Option<NodeRef<'a, V>> {
-        if self.is_empty() {
-            return None;
-        }
-        // SAFETY: `old` is valid (type invariant).  Its value is copied
-        // bitwise here and `old` becomes a husk right below, so the value is
-        // dropped once, through the new node; lookups holding `old` only
-        // ever get shared references to either copy.
-        let value = unsafe { ptr::read(&*old.node().value) };
-        match self.make(old.start(), old.end(), value, left, right, size) {
-            Ok(new) => {
-                retired.push(old, Fate::Husk, key);
-                Some(new)
-            }
-            Err(copy) => {
-                // Unreachable (the reserve was not empty); `old` keeps the
-                // value, so the copy must not be dropped.
-                core::mem::forget(copy);
-                None
-            }
-        }
+    ) -> Option<NodeRef<'a, V>>
+    where
+        V: Copy,
+    {
+        // A plain copy: lookups that hold `old` keep reading its value,
+        // equal to the new one and, `V` being `Copy`, never changed in place.
+        let value = *old.value();
+        let new = self
+            .make(old.start(), old.end(), value, left, right, size)
+            .ok()?;
+        retired.push(old, Fate::Husk, key);
+        Some(new)
     }
 }
 

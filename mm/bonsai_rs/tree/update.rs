@@ -97,7 +97,7 @@ struct Plan<'n, V> {
     victim: Link<'n, V>,
 }
 
-impl<'a, V> Writer<'a, V> {
+impl<'a, V: Copy> Writer<'a, V> {
     fn plan_insert<'n>(&self, start: usize, end: usize) -> Result<Plan<'n, V>> {
         if start >= end {
             return Err(EINVAL);

@@ -9,16 +9,21 @@
 use crate::{bindings, error::code::EINVAL, error::Result};
 use core::fmt;
 
-/// A NUMA node id that is below `nr_node_ids`, i.e. a possible node.
+/// The id of a possible NUMA node.
+///
+/// Node ids below `nr_node_ids` may have holes (ids of nodes that can
+/// never exist, whose `NODE_DATA()` is null), so the bound alone does not
+/// make an id valid.
 ///
 /// # Invariants
 ///
-/// `self.0 < nr_node_ids()`.
+/// `self.0 < nr_node_ids()` and `node_possible(self.0)`.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct NodeId(u32);
 
 impl NodeId {
-    /// Returns the node id `id`, or `EINVAL` if no such node can exist.
+    /// Returns the node id `id`, or `EINVAL` if no such node can exist
+    /// (`id` at or above `nr_node_ids`, or a hole below it).
     ///
     /// # Examples
     ///
@@ -30,12 +35,18 @@ impl NodeId {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn new(id: u32) -> Result<Self> {
-        if (id as usize) < nr_node_ids() {
+        if Self::valid(id, nr_node_ids(), node_possible) {
             // INVARIANT: checked just above.
             Ok(Self(id))
         } else {
             Err(EINVAL)
         }
+    }
+
+    /// Returns whether `id` names a node when there are `nr` node ids and
+    /// `possible` tells the possible ones.
+    fn valid(id: u32, nr: usize, possible: impl Fn(u32) -> bool) -> bool {
+        (id as usize) < nr && possible(id)
     }
 
     /// Returns the node id as a number.
@@ -54,10 +65,14 @@ impl NodeId {
         unsafe { bindings::node_online(self.0 as _) }
     }
 
-    /// Iterates over the possible nodes, `0..nr_node_ids()`.
+    /// Iterates over the possible nodes in increasing order (the ids below
+    /// `nr_node_ids()` that are not holes).
     pub fn all() -> impl Iterator<Item = NodeId> {
-        // INVARIANT: every id yielded is below `nr_node_ids()`.
-        (0..nr_node_ids() as u32).map(NodeId)
+        let nr = nr_node_ids();
+        // INVARIANT: `valid` checks both halves of the invariant.
+        (0..nr as u32)
+            .filter(move |&id| Self::valid(id, nr, node_possible))
+            .map(NodeId)
     }
 }
 
@@ -81,13 +96,21 @@ impl fmt::Display for NodeId {
 /// ```
 /// use kernel::mm::numa;
 ///
-/// assert!(numa::nr_node_ids() >= 1);
 /// assert!(numa::online_nodes() <= numa::nr_node_ids());
 /// assert!(numa::current_node().index() < numa::nr_node_ids());
+/// assert!(numa::current_node().is_online());
 /// ```
 pub fn nr_node_ids() -> usize {
     // SAFETY: FFI call without preconditions.
     unsafe { bindings::rust_nr_node_ids() as usize }
+}
+
+/// Returns whether `id` is a possible node (`node_possible()`): node ids
+/// below [`nr_node_ids`] may have holes, which are not.
+pub fn node_possible(id: u32) -> bool {
+    // SAFETY: FFI call without preconditions; the helper checks the id
+    // against `nr_node_ids` before it looks at the possible-node mask.
+    unsafe { bindings::rsmm_node_possible(id as _) }
 }
 
 /// Returns the number of online nodes.
@@ -104,7 +127,7 @@ pub fn online_nodes() -> usize {
 pub fn current_node() -> NodeId {
     // SAFETY: FFI call without preconditions.
     let id = unsafe { bindings::numa_node_id() };
-    // INVARIANT: the kernel never reports a node id at or above `nr_node_ids`.
+    // INVARIANT: the node of a CPU that runs is a possible node.
     NodeId(id as u32)
 }
 
@@ -119,4 +142,58 @@ pub fn node_of_pfn(pfn: usize) -> Result<NodeId> {
     }
     // INVARIANT: the kernel never assigns a page to an impossible node.
     Ok(NodeId(nid as u32))
+}
+
+#[cfg(all(CONFIG_KUNIT, CONFIG_RUST_KERNEL_DOCTESTS))]
+mod tests {
+    //! KUnit suite `rust_kernel_mm_numa`, built alongside the kernel
+    //! crate's doctests.
+
+    use super::*;
+    use crate::{kunit_expect, kunit_expect_eq};
+
+    /// A sparse node map, as on machines whose firmware numbers nodes with
+    /// holes (x86 and QEMU number them densely): ids in the holes are
+    /// refused although they are below the number of node ids.
+    fn sparse_map_holes_refused() -> Result {
+        // Possible nodes 0, 2 and 5 of 6 node ids.
+        let mask: u64 = 0b10_0101;
+        let possible = |id: u32| id < 64 && mask & (1 << id) != 0;
+        for id in 0..8 {
+            kunit_expect_eq!(NodeId::valid(id, 6, possible), possible(id) && id < 6);
+        }
+        kunit_expect!(!NodeId::valid(1, 6, possible), "hole 1 accepted");
+        kunit_expect!(!NodeId::valid(4, 6, possible), "hole 4 accepted");
+        kunit_expect!(NodeId::valid(5, 6, possible));
+        Ok(())
+    }
+
+    /// On this machine: exactly the possible nodes are node ids, and every
+    /// node the iterator yields is one.
+    fn possible_nodes_only() -> Result {
+        let nr = nr_node_ids() as u32;
+        for id in 0..nr + 4 {
+            kunit_expect_eq!(NodeId::new(id).is_ok(), node_possible(id));
+        }
+        kunit_expect!(!node_possible(nr), "node {} possible", nr);
+        kunit_expect!(!node_possible(u32::MAX));
+        let mut n = 0;
+        for node in NodeId::all() {
+            kunit_expect!(node_possible(node.as_u32()), "{:?} not possible", node);
+            n += 1;
+        }
+        kunit_expect!(
+            n >= online_nodes(),
+            "{} nodes, {} online",
+            n,
+            online_nodes()
+        );
+        kunit_expect!(node_possible(current_node().as_u32()));
+        Ok(())
+    }
+
+    crate::kunit_suite! {
+        name: "rust_kernel_mm_numa",
+        cases: [sparse_map_holes_refused, possible_nodes_only],
+    }
 }

@@ -20,19 +20,19 @@ struct State<V> {
 }
 
 /// A tree with its writer lock, reserve and RCU domain.
-pub struct HostTree<V> {
+pub struct HostTree<V: Copy> {
     tree: Tree<V>,
     rcu: HostRcu,
     state: Mutex<State<V>>,
 }
 
-impl<V> Default for HostTree<V> {
+impl<V: Copy> Default for HostTree<V> {
     fn default() -> Self {
         Self::new(BalanceParams::default())
     }
 }
 
-impl<V> HostTree<V> {
+impl<V: Copy> HostTree<V> {
     /// An empty tree with the given balance parameters.
     pub fn new(params: BalanceParams) -> Self {
         Self {
@@ -104,7 +104,7 @@ impl<V> HostTree<V> {
     }
 }
 
-impl<V> Drop for HostTree<V> {
+impl<V: Copy> Drop for HostTree<V> {
     fn drop(&mut self) {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         let list = core::mem::take(&mut st.retired);

@@ -10,6 +10,42 @@
 //!
 //! Run the loom model with
 //! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`.
+//!
+//! # Values are copied
+//!
+//! Rotations copy a node, value included, while lookups may still hold a
+//! reference to the old copy; a value must therefore be `Copy`, so that
+//! it has no interior mutability of its own.  A tree of atomics, whose
+//! `fetch_add` through a lookup's reference could race a rotation and land
+//! on the retired copy, does not compile:
+//!
+//! ```compile_fail,E0277
+//! use bonsai_core::host_tree::HostTree;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! let t = HostTree::<AtomicU64>::default();
+//! t.insert(0, 1, AtomicU64::new(0)).unwrap();
+//! let g = t.read();
+//! if let Some(e) = t.tree().find(&g, 0) {
+//!     e.value.fetch_add(1, Ordering::Relaxed);
+//! }
+//! ```
+//!
+//! A tree of plain values, or of pointers to shared atomics, is fine:
+//!
+//! ```
+//! use bonsai_core::host_tree::HostTree;
+//! use std::sync::atomic::{AtomicU64, Ordering};
+//!
+//! static HITS: AtomicU64 = AtomicU64::new(0);
+//! let t = HostTree::<&'static AtomicU64>::default();
+//! t.insert(0, 1, &HITS).unwrap();
+//! let g = t.read();
+//! if let Some(e) = t.tree().find(&g, 0) {
+//!     e.value.fetch_add(1, Ordering::Relaxed);
+//! }
+//! assert_eq!(HITS.load(Ordering::Relaxed), 1);
+//! ```
 
 // The kernel's lints for Rust code (`rust_common_flags` in the top-level
 // Makefile), so the shared modules are held to them here too.
