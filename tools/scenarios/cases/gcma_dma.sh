@@ -1,6 +1,8 @@
 # shellcheck shell=dash
 # description: gcma.dma_cma=1 makes gcma0 the default DMA CMA area, and a driver's coherent DMA buffers come from it
 # append: gcma=32M gcma.dma_cma=1
+# DMA buffers allocated and freed at run time: kmemleak on, /init scans after the run.
+# append: kmemleak=on
 # disk: 16M
 # qemu: -global virtio-blk-pci.disable-legacy=on -global virtio-blk-pci.iommu_platform=on
 
