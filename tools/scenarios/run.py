@@ -73,10 +73,13 @@ SPLAT_IGNORE_FILE = REPO / "tools" / "build" / "splat-ignore.re"
 
 
 def read_patterns(path):
+    # Read at import time, before the exception classes exist: a missing
+    # file is a setup error (exit status 3) all the same.
     try:
         lines = path.read_text().splitlines()
     except OSError as e:
-        raise SetupError("cannot read %s: %s" % (path, e))
+        print("run.py: setup error: cannot read %s: %s" % (path, e), file=sys.stderr)
+        sys.exit(3)
     return [ln for ln in lines if ln and not ln.startswith("#")]
 
 
