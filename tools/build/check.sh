@@ -4,16 +4,20 @@
 # Static checks of our code: rustfmt, clippy and checkpatch.
 #
 # Usage: tools/build/check.sh rustfmt|clippy|checkpatch|all
+#        tools/build/check.sh clippy kunit|perf    (one kernel only)
 #
 # rustfmt   the kernel's 'make rustfmtcheck' on the prepared tree
-# clippy    a CLIPPY=1 build of the KUnit kernel; any warning in our code
-#           fails (warnings in upstream code are listed, not counted)
+# clippy    CLIPPY=1 builds of the KUnit and the performance kernels; any
+#           warning in our code fails (warnings in upstream code are
+#           listed, not counted).  Our Rust objects are always recompiled,
+#           so a second run reports the same warnings as the first.
 # checkpatch  scripts/checkpatch.pl on the exported series: errors fail
 
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tools/build/env.sh"
 what=${1:-all}
+kernels=${2:-kunit perf}
 
 # Our Rust files, as kernel-tree paths.
 ours() {
@@ -36,10 +40,20 @@ do_rustfmt() {
 	echo "check: rustfmt clean"
 }
 
-# One CLIPPY=1 build: only the Rust objects are recompiled, since the C
-# compile commands do not change.
+# One CLIPPY=1 build.  kbuild recompiles an object only when its source or
+# its command line changed, so a second CLIPPY=1 build in a row would
+# compile nothing and report nothing: first remove the objects clippy must
+# look at (the kernel crate, which holds our rust/kernel/ modules, its
+# doctests, and every Rust object under mm/ and samples/), so that every
+# run sees every warning.  The C objects are left alone.
 clippy_build() {
-	local out=$1 log=$2
+	local out=$1 log=$2 cmd
+	while IFS= read -r cmd; do
+		cmd=${cmd#./}
+		rm -f "$out/$(dirname "$cmd")/$(basename "$cmd" .cmd | sed 's/^\.//')"
+	done < <(cd "$out" && find mm samples -name '.*.o.cmd' -print0 2>/dev/null |
+		xargs -0 -r grep -lE '(rustc|clippy-driver) ')
+	rm -f "$out/rust/kernel.o" "$out/rust/doctests_kernel_generated.o"
 	echo "check: CLIPPY=1 build of $(basename "$out")"
 	make -C "$RSMM_KSRC" O="$out" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" CLIPPY=1 \
 		-j"$(nproc)" vmlinux >"$log" 2>&1
@@ -47,13 +61,18 @@ clippy_build() {
 
 do_clippy() {
 	python3 "$repo/tools/build/tree.py" prepare >/dev/null || return 1
-	[ -f "$RSMM_BUILD/kunit/.config" ] || "$repo/tools/kunit/run.sh" --build-only || return 1
 	# The KUnit kernel has the tests; the performance kernel has the samples.
-	[ -f "$RSMM_BUILD/perf/.config" ] || "$repo/tools/build/perf-kernel.sh" >/dev/null || return 1
-	local log="$RSMM_BUILD/clippy.log" st=0
-	clippy_build "$RSMM_BUILD/kunit" "$log.kunit" || st=1
-	clippy_build "$RSMM_BUILD/perf" "$log.perf" || st=1
-	cat "$log.kunit" "$log.perf" >"$log"
+	local log="$RSMM_BUILD/clippy.log" st=0 k
+	: >"$log"
+	for k in $kernels; do
+		case "$k" in
+		kunit) [ -f "$RSMM_BUILD/kunit/.config" ] || "$repo/tools/kunit/run.sh" --build-only || return 1 ;;
+		perf) [ -f "$RSMM_BUILD/perf/.config" ] || "$repo/tools/build/perf-kernel.sh" >/dev/null || return 1 ;;
+		*) echo "check: unknown kernel '$k' (kunit, perf)" >&2; return 1 ;;
+		esac
+		clippy_build "$RSMM_BUILD/$k" "$log.$k" || st=1
+		cat "$log.$k" >>"$log"
+	done
 	# Warnings name their file on a "  --> path:line:col" line.
 	local files hits=0
 	files=$(ours | sed 's|^|/|')

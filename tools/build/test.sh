@@ -37,10 +37,24 @@ tier() {
 	report+=("$(printf '%-10s %4d passed %3d failed %5ds' "$name" "$p" "$f" $((end - start)))")
 }
 
+# The scenario tier boots the kernel the KUnit tier built.  run.sh creates
+# the stamp only once the build of this run has succeeded (it removes it
+# first), so a failed build fails the scenario tier instead of letting it
+# boot the bzImage of an earlier build.
+scenarios() {
+	if [ ! -f "$RSMM_BUILD/kunit/.rsmm-build-ok" ]; then
+		echo "scenarios: the KUnit kernel was not built in this run; not booting an old bzImage" >&2
+		echo "scenarios: 0 passed, 1 failed"
+		return 1
+	fi
+	python3 tools/scenarios/run.py --kernel "$RSMM_BUILD/kunit/arch/x86/boot/bzImage" \
+		--scenario all --log-dir "$RSMM_BUILD/scenario-logs"
+}
+
 tier host tools/build/host-test.sh
+rm -f "$RSMM_BUILD/kunit/.rsmm-build-ok"
 tier kunit tools/kunit/run.sh
-tier scenarios python3 tools/scenarios/run.py --kernel "$RSMM_BUILD/kunit/arch/x86/boot/bzImage" \
-	--scenario all --log-dir "$RSMM_BUILD/scenario-logs"
+tier scenarios scenarios
 
 echo
 echo "=== summary"

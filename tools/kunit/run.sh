@@ -41,6 +41,8 @@ case "$smp" in
 ''|*[!0-9]*|0|1) echo "kunit: --smp needs a number >= 2 (two NUMA nodes need two CPUs)" >&2; exit 2 ;;
 esac
 
+# No build of this run has succeeded yet (see the build step below).
+rm -f "$out/.rsmm-build-ok"
 python3 "$repo/tools/build/tree.py" prepare
 
 # Two emulated NUMA nodes, CPUs split evenly between them.  Each node is
@@ -58,26 +60,44 @@ qemu_args=$(qemu_for "$smp")
 cd "$RSMM_KSRC"
 mkdir -p "$out"
 kunit=(python3 tools/testing/kunit/kunit.py)
-common=(--arch=x86_64 --build_dir="$out" --kunitconfig="$kunitconfig" --jobs="$(nproc)")
+common=(--arch=x86_64 --build_dir="$out" --kunitconfig="$kunitconfig")
 for o in "${RSMM_MAKE_OPTS[@]}"; do common+=(--make_options "$o"); done
+build=(build "${common[@]}" --jobs="$(nproc)")
 
 if [ $build_only = 1 ]; then
-	exec "${kunit[@]}" build "${common[@]}"
+	rm -f "$out/.rsmm-build-ok"
+	"${kunit[@]}" "${build[@]}"
+	touch "$out/.rsmm-build-ok"
+	exit 0
 fi
 
-# KUnit judges test cases only; a WARN, lockdep or KASAN report, or an RCU
-# stall, elsewhere in the boot fails the run too.
-splat_re='WARNING:|BUG:|Oops|Kernel panic|possible circular locking|inconsistent lock state|possible recursive locking|suspicious RCU usage|INFO: lockdep|KASAN|rcu_sched detected stall|rcu: INFO:|RCU stall|UBSAN'
+# KUnit judges test cases only; a WARN, lockdep, KASAN or kmemleak report,
+# a sleep in atomic context, an RCU stall or a hung task anywhere in the
+# boot fails the run too.  The patterns are shared with the scenario tier.
+splat_re="$repo/tools/build/splat.re"
+splat_ignore="$repo/tools/build/splat-ignore.re"
 check_splats() {
 	local f=$1 hits
 	[ -f "$f" ] || return 0
-	hits=$(grep -aE "$splat_re" "$f" | grep -avE 'Command line:|command line:|KernelAddressSanitizer initialized|RCU lockdep checking is enabled' | head -n 5)
+	hits=$(grep -aE -f <(grep -vE '^(#|$)' "$splat_re") "$f" |
+		grep -avE -f <(grep -vE '^(#|$)' "$splat_ignore") | head -n 5)
 	if [ -n "$hits" ]; then
 		echo "kunit: kernel splat in $f:" >&2
 		echo "$hits" | sed 's/^/  /' >&2
 		return 1
 	fi
 }
+
+# The build of this run, separate from the boot so that a failed build is
+# reported as such.  $out/.rsmm-build-ok exists only after a successful
+# build of the current tree: tools/build/test.sh checks it before the
+# scenario tier boots $out's bzImage, which must not be a stale one.
+if ! "${kunit[@]}" "${build[@]}" 2>&1 | tee "$out/kunit-build.log"; then
+	echo "kunit: kernel build failed; see $out/kunit-build.log" >&2
+	echo "kunit: 0 passed, 1 failed"
+	exit 1
+fi
+touch "$out/.rsmm-build-ok"
 
 log="$out/kunit-run.log"
 set +e
@@ -87,7 +107,7 @@ set +e
 # alignment, right below the first: at an odd page frame number (gcma_cma's
 # alignment case).
 # init_on_alloc=1: GCMA allocations must be zeroed as the page allocator's.
-"${kunit[@]}" run "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
+"${kunit[@]}" exec "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
 	--kernel_args="gcma=16M" --kernel_args="gcma=1028K" --kernel_args="gcma.dma_cma=1" \
 	--kernel_args="init_on_alloc=1" "${args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
@@ -111,10 +131,8 @@ check_splats "$out/test.log" || failed=$((failed + 1))
 # two per node, so that updaters of one node contend for its lock words.
 if [ ${#args[@]} -eq 0 ] && [ "$smp" -lt 4 ] && [ -n "$summary" ]; then
 	log4="$out/kunit-run-smp4.log"
-	common4=(--arch=x86_64 --build_dir="$out" --kunitconfig="$kunitconfig")
-	for o in "${RSMM_MAKE_OPTS[@]}"; do common4+=(--make_options "$o"); done
 	set +e
-	"${kunit[@]}" exec "${common4[@]}" --qemu_args="$(qemu_for 4)" --timeout=1800 \
+	"${kunit[@]}" exec "${common[@]}" --qemu_args="$(qemu_for 4)" --timeout=1800 \
 		--kernel_args="gcma=16M" 'rcx_stress*' 2>&1 | tee "$log4"
 	rc4=${PIPESTATUS[0]}
 	set -e

@@ -3,8 +3,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # /init of the scenario initramfs (PID 1).  Mounts the usual filesystems,
-# runs the scenarios named by "scenario.run=a,b" on the kernel command line
-# and powers the machine off.  Installed by tools/scenarios/run.py.
+# runs the scenarios named by "scenario.run=a,b" on the kernel command line,
+# keeps the machine up for "scenario.tail=N" seconds so that late kernel
+# reports (RCU stalls, hung tasks, kmemleak) still appear, and powers the
+# machine off.  Installed by tools/scenarios/run.py.
+#
+# The kernel console is ttyS0; everything this script and the scenarios
+# print goes to ttyS1, which the runner reads separately, so that our
+# output never interleaves with (and never hides) kernel text.
 
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
 export HOME=/root TMPDIR=/tmp
@@ -30,14 +36,22 @@ for d in /tmp /run; do
 	mount -t tmpfs -o mode=1777 tmpfs "$d" 2>/dev/null ||
 		mount -t ramfs ramfs "$d" || msg "cannot mount $d"
 done
+if [ -c /dev/ttyS1 ] && : 2>/dev/null >/dev/ttyS1; then
+	exec >/dev/ttyS1 2>&1 </dev/null
+else
+	# Without the protocol channel the runner sees no result: say why.
+	msg "no /dev/ttyS1 for the scenario output; the runner needs two serial ports"
+fi
 mkdir -p "$SCN_RESULTS"
 hostname scenario 2>/dev/null
 
 list=
+tail=0
 # shellcheck disable=SC2013 # words, not lines
 for word in $(cat /proc/cmdline); do
 	case "$word" in
 	scenario.run=*) list=${word#scenario.run=} ;;
+	scenario.tail=*) tail=${word#scenario.tail=} ;;
 	esac
 done
 
@@ -77,6 +91,21 @@ for name in $(echo "$list" | tr ',' ' '); do
 	run_case "$name"
 done
 echo "SCENARIO-RUNNER DONE"
+
+# The tail.  A task blocked since the scenario is reported once it has been
+# blocked for 5 s (writing the sysctl wakes the detector at once); an RCU
+# stall within the stall timeout the runner put on the command line.  Then,
+# with kmemleak on, one scan: objects unreferenced for 5 s and more are
+# reported as "kmemleak: N new suspected memory leaks".
+if [ "$tail" -gt 0 ] 2>/dev/null; then
+	echo 5 >/proc/sys/kernel/hung_task_timeout_secs 2>/dev/null
+	echo 1 >/proc/sys/kernel/hung_task_check_interval_secs 2>/dev/null
+	sleep "$tail"
+	if [ -w /sys/kernel/debug/kmemleak ] && echo scan >/sys/kernel/debug/kmemleak 2>/dev/null; then
+		msg "kmemleak scan done"
+	fi
+fi
+echo "SCENARIO-RUNNER END"
 
 sync
 poweroff -f

@@ -18,6 +18,7 @@ SCENARIO=${SCENARIO:-unknown}
 SCENARIO_FILE=${SCENARIO_FILE:-}
 SCN_RESULTS=${SCN_RESULTS:-/tmp/scenario-results}
 SCN_SPLAT_RE=${SCN_SPLAT_RE:-/scenarios/splat.re}
+SCN_SPLAT_IGNORE_RE=${SCN_SPLAT_IGNORE_RE:-/scenarios/splat-ignore.re}
 SCN_CHECKS=0
 SCN_FAILED=0
 SCN_FAILED_NAMES=
@@ -299,9 +300,7 @@ no_splat() {
 	allow=/tmp/.scn-allow.$$
 	{
 		_scn_allowed_re
-		echo '^Kernel command line:'
-		echo '^Command line:'
-		echo '^Unknown kernel command line'
+		cat "$SCN_SPLAT_IGNORE_RE"
 	} >"$allow"
 	hits=$(dmesg | grep -E -f "$SCN_SPLAT_RE" | grep -v -E -f "$allow" | head -n 20)
 	rm -f "$allow"

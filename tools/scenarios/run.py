@@ -35,7 +35,7 @@ DEFAULT_KERNELS = [
 CFLAGS = ["-static", "-O2", "-Wall", "-Werror"]
 
 # Bump when the initramfs layout changes, to invalidate the cache.
-INITRAMFS_FORMAT = "3"
+INITRAMFS_FORMAT = "4"
 
 DEFAULTS = {"smp": 2, "numa": 2, "mem": "1G", "timeout": 300}
 MAX_SMP = 64
@@ -47,50 +47,60 @@ MAX_DISK_MIB = 1024 * 1024
 # (for most parameters the last occurrence wins).  No oops=panic: an oops is
 # caught as a splat and the report stays readable on the console; a wedged
 # guest is stopped by the timeout or the post-splat quiet period.
+# The detectors of late reports get short timeouts so that the tail after
+# the scenario (TAIL below) outlasts them: an RCU stall is reported after
+# 10 s (the KUnit tier keeps the default 21 s), a task blocked for 30 s is
+# reported during the scenario (checked every 5 s), and /init lowers that
+# to 5 s once the scenario is done (see init.sh).
 BASE_APPEND = [
     "console=ttyS0,115200",
     "earlyprintk=serial,ttyS0,115200",
     "panic=-1",
     "kunit.enable=0",
     "log_buf_len=1M",
+    "rcupdate.rcu_cpu_stall_timeout=10",
+    "sysctl.kernel.hung_task_timeout_secs=30",
+    "sysctl.kernel.hung_task_check_interval_secs=5",
 ]
 
-# Kernel "splat" lines (extended regexes valid for both Python and busybox
-# grep -E).  Also installed in the initramfs as /scenarios/splat.re.
-SPLAT_PATTERNS = [
-    r"WARNING:",
-    r"BUG:",
-    r"Oops",
-    r"Kernel panic",
-    r"general protection fault",
-    r"possible circular locking",
-    r"inconsistent lock state",
-    r"possible recursive locking",
-    r"suspicious RCU usage",
-    r"INFO: lockdep",
-    r"KASAN",
-    r"detected stall",
-    r"rcu: INFO:",
-    r"RCU stall",
-    r"UBSAN",
-    r"kmemleak: .*(suspected memory leak|disabled|[Ee]rror|[Cc]annot)",
-    r"INFO: task .* blocked for more than",
-]
+# Kernel "splat" lines: extended regexes valid for both Python and busybox
+# grep -E, shared with the KUnit tier (tools/build/splat.re), and the kernel
+# command-line echo that may match them without being one
+# (tools/build/splat-ignore.re).  Both are also installed in the initramfs
+# as /scenarios/splat.re and /scenarios/splat-ignore.re for lib.sh.
+SPLAT_FILE = REPO / "tools" / "build" / "splat.re"
+SPLAT_IGNORE_FILE = REPO / "tools" / "build" / "splat-ignore.re"
+
+
+def read_patterns(path):
+    # Read at import time, before the exception classes exist: a missing
+    # file is a setup error (exit status 3) all the same.
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as e:
+        print("run.py: setup error: cannot read %s: %s" % (path, e), file=sys.stderr)
+        sys.exit(3)
+    return [ln for ln in lines if ln and not ln.startswith("#")]
+
+
+SPLAT_PATTERNS = read_patterns(SPLAT_FILE)
+SPLAT_IGNORE_PATTERNS = read_patterns(SPLAT_IGNORE_FILE)
 SPLAT_RE = re.compile("|".join("(?:%s)" % p for p in SPLAT_PATTERNS))
-# Console lines never treated as splats: the command line echo and our own
-# protocol/log lines (which may quote kernel lines).
-SPLAT_IGNORE_RE = re.compile(
-    r"^\s*(?:\[[^\]]*\]\s*)?(?:Kernel command line:|Command line:|Unknown kernel command line)"
-    r"|^(?:CHECK |SCENARIO |\| |# )"
-)
+SPLAT_IGNORE_RE = re.compile("|".join("(?:%s)" % p for p in SPLAT_IGNORE_PATTERNS))
 
 RESULT_RE = re.compile(r"SCENARIO (\S+) (PASS|FAIL)(?::\s*(.*))?$")
 CHECK_RE = re.compile(r"CHECK (\S+) (\S+) (PASS|FAIL)\b(.*)$")
 START_MARK = "SCENARIO-RUNNER START"
 DONE_MARK = "SCENARIO-RUNNER DONE"
+END_MARK = "SCENARIO-RUNNER END"
 PANIC_RE = re.compile(r"Kernel panic - not syncing")
 
-DONE_GRACE = 20      # s to wait for QEMU to exit after the DONE marker
+# After the scenario (DONE) the guest stays up TAIL seconds, so that an RCU
+# stall or hung task that began during the scenario is reported, then scans
+# for leaks if kmemleak is on, prints END and powers off.  The runner reads
+# the console until QEMU exits; TAIL_GRACE bounds the scan and the power-off.
+TAIL = 12
+TAIL_GRACE = 180
 SPLAT_QUIET = 60     # s of console silence after a splat before giving up
 
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
@@ -316,6 +326,7 @@ def initramfs_inputs():
     for p in sorted(PROGS.glob("*.[ch]")):
         items.append(("prog:" + p.name, p.read_bytes()))
     items.append(("splat", "\n".join(SPLAT_PATTERNS).encode() + b"\n"))
+    items.append(("splat-ignore", "\n".join(SPLAT_IGNORE_PATTERNS).encode() + b"\n"))
     if not BUSYBOX.is_file():
         raise SetupError("%s not found (apt-get install busybox-static)" % BUSYBOX)
     items.append(("busybox", BUSYBOX.read_bytes()))
@@ -363,7 +374,8 @@ def build_initramfs(force, log):
             c.symlink(name, target)
         # Static nodes for kernels without CONFIG_DEVTMPFS.
         for name, major, minor, perm in [("console", 5, 1, 0o600), ("tty", 5, 0, 0o666),
-                                         ("ttyS0", 4, 64, 0o660), ("null", 1, 3, 0o666),
+                                         ("ttyS0", 4, 64, 0o660), ("ttyS1", 4, 65, 0o660),
+                                         ("null", 1, 3, 0o666),
                                          ("zero", 1, 5, 0o666), ("random", 1, 8, 0o666),
                                          ("urandom", 1, 9, 0o666), ("kmsg", 1, 11, 0o644)]:
             c.chardev("dev/" + name, major, minor, perm)
@@ -377,6 +389,8 @@ def build_initramfs(force, log):
         c.file("init", (HERE / "init.sh").read_bytes(), 0o755)
         c.file("scenarios/lib.sh", (HERE / "lib.sh").read_bytes())
         c.file("scenarios/splat.re", "\n".join(SPLAT_PATTERNS).encode() + b"\n")
+        c.file("scenarios/splat-ignore.re",
+               "\n".join(SPLAT_IGNORE_PATTERNS).encode() + b"\n")
         for p in sorted(CASES.glob("*.sh")):
             c.file("scenarios/cases/" + p.name, p.read_bytes(), 0o755)
         c.file("etc/hostname", b"scenario\n")
@@ -401,11 +415,15 @@ def smp_topology(smp, numa):
     return "%d,sockets=%d,cores=1,threads=1" % (smp, smp)
 
 
-def qemu_command(kernel, initrd, cfg, sc, disk_paths):
+def qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path):
+    # ttyS0 (stdio) carries the kernel console only; /init sends the
+    # scenario's own output to ttyS1 (a file), so that our lines never mix
+    # with kernel text and every console line can be judged.
     cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
            "-machine", "pc",
            "-smp", smp_topology(cfg.smp, cfg.numa), "-m", "%dM" % cfg.mem_mib,
-           "-serial", "stdio", "-monitor", "none"]
+           "-serial", "stdio", "-serial", "file:%s" % proto_path,
+           "-monitor", "none"]
     if QBOOT.is_file():
         cmd += ["-bios", str(QBOOT)]
     if cfg.numa > 1:
@@ -427,6 +445,7 @@ def qemu_command(kernel, initrd, cfg, sc, disk_paths):
         "scenario.numa=%d" % cfg.numa,
         "scenario.mem=%d" % cfg.mem_mib,
         "scenario.disks=%d" % len(disk_paths),
+        "scenario.tail=%d" % TAIL,
     ] + cfg.append
     cmd += ["-kernel", str(kernel), "-initrd", str(initrd),
             "-append", " ".join(append)]
@@ -434,10 +453,45 @@ def qemu_command(kernel, initrd, cfg, sc, disk_paths):
     return cmd
 
 
+def _line(raw):
+    return raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")
+
+
 def _reader(stream, q, tag):
     try:
         for raw in iter(stream.readline, b""):
-            q.put((tag, raw.decode("utf-8", "replace").rstrip("\r\n").replace("\r", "")))
+            q.put((tag, _line(raw)))
+    finally:
+        q.put((tag, None))
+
+
+def _file_reader(path, q, tag, stop):
+    """Follows the file QEMU writes the guest's ttyS1 to, until `stop` is
+    set (QEMU has exited) and everything written has been read."""
+    pending = b""
+    try:
+        f = None
+        while f is None:
+            try:
+                f = open(path, "rb")
+            except FileNotFoundError:
+                if stop.is_set():
+                    return
+                time.sleep(0.1)
+        with f:
+            while True:
+                chunk = f.readline()
+                if chunk:
+                    pending += chunk
+                    if pending.endswith(b"\n"):
+                        q.put((tag, _line(pending)))
+                        pending = b""
+                    continue
+                if stop.is_set():
+                    if pending:
+                        q.put((tag, _line(pending)))
+                    return
+                time.sleep(0.1)
     finally:
         q.put((tag, None))
 
@@ -452,8 +506,10 @@ class Outcome:
         self.splat_context = []  # (splat line, the line before it)
         self.started = False
         self.done = False
+        self.ended = False
         self.panic = False
         self.timed_out = False
+        self.tail_timed_out = False
         self.splat_stall = False
         self.qemu_rc = None
         self.stderr = []
@@ -474,11 +530,12 @@ def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run):
             with open(p, "wb") as f:
                 f.truncate(mib * 1024 * 1024)
             disk_paths.append(p)
-        cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths)
+        proto_path = Path(tmp) / "scenario.out"
+        cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path)
         if dry_run:
             print(" ".join(shlex_quote(a) for a in cmd))
             return None
-        _boot(cmd, cfg, out, log_path, verbose)
+        _boot(cmd, cfg, out, log_path, verbose, proto_path)
     _judge(out, cfg)
     return out
 
@@ -488,7 +545,10 @@ def shlex_quote(s):
     return shlex.quote(s)
 
 
-def _boot(cmd, cfg, out, log_path, verbose):
+def _boot(cmd, cfg, out, log_path, verbose, proto_path):
+    """Runs QEMU and reads its two channels until it exits: the kernel
+    console ("out", every line judged for splats) and the scenario's own
+    protocol lines ("scn", from ttyS1).  The log interleaves both."""
     logf = open(log_path, "w", encoding="utf-8") if log_path else None
     if logf:
         logf.write("# " + " ".join(shlex_quote(a) for a in cmd) + "\n")
@@ -500,11 +560,14 @@ def _boot(cmd, cfg, out, log_path, verbose):
     except OSError as e:
         raise SetupError("cannot start %s: %s" % (QEMU, e))
     q = queue.Queue()
+    stop = threading.Event()
     threads = [threading.Thread(target=_reader, args=(proc.stdout, q, "out"), daemon=True),
-               threading.Thread(target=_reader, args=(proc.stderr, q, "err"), daemon=True)]
+               threading.Thread(target=_reader, args=(proc.stderr, q, "err"), daemon=True),
+               threading.Thread(target=_file_reader, args=(proto_path, q, "scn", stop),
+                                daemon=True)]
     for t in threads:
         t.start()
-    open_streams = 2
+    open_streams = {"out", "err", "scn"}
     deadline = start + cfg.timeout
     done_at = None
     last_output = start
@@ -513,10 +576,11 @@ def _boot(cmd, cfg, out, log_path, verbose):
     try:
         while open_streams:
             now = time.monotonic()
-            if now >= deadline:
+            if done_at is None and now >= deadline:
                 out.timed_out = True
                 break
-            if done_at is not None and now - done_at > DONE_GRACE:
+            if done_at is not None and now - done_at > TAIL + TAIL_GRACE:
+                out.tail_timed_out = True
                 break
             if out.splats and not out.done and now - last_output > SPLAT_QUIET:
                 out.splat_stall = True
@@ -526,7 +590,10 @@ def _boot(cmd, cfg, out, log_path, verbose):
             except queue.Empty:
                 continue
             if line is None:
-                open_streams -= 1
+                open_streams.discard(tag)
+                if not open_streams & {"out", "err"}:
+                    # QEMU has exited: let the ttyS1 reader finish the file.
+                    stop.set()
                 continue
             if tag == "err":
                 out.stderr.append(line)
@@ -540,14 +607,29 @@ def _boot(cmd, cfg, out, log_path, verbose):
                 logf.write(line + "\n")
                 logf.flush()
             if verbose:
-                print("  | " + line, flush=True)
+                print(("  | " if tag == "out" else "  > ") + line, flush=True)
+            if tag == "out":
+                # The kernel console: every line is judged, nothing of ours
+                # is on it (only the kernel's echo of its command line is
+                # exempt), so no report can be hidden by our own output.
+                if PANIC_RE.search(line):
+                    out.panic = True
+                if SPLAT_RE.search(line) and not SPLAT_IGNORE_RE.search(line):
+                    if not any(a.search(line) for a in cfg.allow):
+                        out.splats.append(line)
+                        if prev_line and not SPLAT_RE.search(prev_line):
+                            out.splat_context.append((line, prev_line))
+                if "cut here" not in line:
+                    prev_line = line
+                continue
+            # The scenario's protocol (ttyS1).
             if START_MARK in line:
                 out.started = True
             if DONE_MARK in line:
                 out.done = True
                 done_at = time.monotonic()
-            if PANIC_RE.search(line):
-                out.panic = True
+            if END_MARK in line:
+                out.ended = True
             m = CHECK_RE.search(line)
             if m and m.group(1) == out.name:
                 out.checks.append((m.group(2), m.group(3), m.group(4).strip()))
@@ -562,15 +644,6 @@ def _boot(cmd, cfg, out, log_path, verbose):
             m = RESULT_RE.search(line)
             if m and m.group(1) == out.name and out.result is None:
                 out.result = (m.group(2), m.group(3) or "")
-                continue
-            if SPLAT_RE.search(line) and not SPLAT_IGNORE_RE.search(line):
-                if not any(a.search(line) for a in cfg.allow):
-                    out.splats.append(line)
-                    if (prev_line and not SPLAT_RE.search(prev_line)
-                            and not SPLAT_IGNORE_RE.search(prev_line)):
-                        out.splat_context.append((line, prev_line))
-            if "cut here" not in line:
-                prev_line = line
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -578,6 +651,7 @@ def _boot(cmd, cfg, out, log_path, verbose):
             out.qemu_rc = proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
             out.qemu_rc = None
+        stop.set()
         for t in threads:
             t.join(timeout=2)
         out.elapsed = time.monotonic() - start
@@ -609,6 +683,12 @@ def _judge(out, cfg):
     failed = [c for c, st, _ in out.checks if st == "FAIL"]
     if failed and not (out.result and out.result[0] == "FAIL"):
         r.append("failed checks: " + ", ".join(failed))
+    if out.result is not None and not out.ended and not out.panic:
+        # The guest must get through the tail after the scenario: a hang
+        # there is as much a failure as one during the scenario.
+        why = ("still running %ds after the scenario" % (TAIL + TAIL_GRACE)
+               if out.tail_timed_out else "QEMU exited (status %s)" % out.qemu_rc)
+        r.append("no %s line after the scenario: %s" % (END_MARK, why))
     if out.splats:
         r.append("%d kernel splat line(s) on the console" % len(out.splats))
 

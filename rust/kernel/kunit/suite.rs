@@ -67,8 +67,12 @@ impl TestRng {
 /// workqueue, worker `i` running the closure `make(i)` returns, and returns
 /// how many could be started (spawning allocates, so some may not).
 ///
-/// The test waits for the workers itself, typically on a counter the
-/// closures share; it should check that all `n` started.
+/// A worker runs on behalf of the test that started it: a failed
+/// [`kunit_expect!`](crate::kunit_expect) in the worker (or a KASAN report
+/// KUnit attributes to the current test) fails that test, as it would in the
+/// test's own thread.  The test must therefore wait for all its workers
+/// before it returns, typically on a counter the closures share, and should
+/// check that all `n` started.
 ///
 /// # Examples
 ///
@@ -89,17 +93,112 @@ impl TestRng {
 /// }
 /// # Ok::<(), Error>(())
 /// ```
+///
+/// A failing expectation in a worker is counted against the test; here
+/// [`records_failure`] observes the failure and withdraws it again, so the
+/// example itself passes only if the worker's failure reached the test:
+///
+/// ```
+/// use core::sync::atomic::{AtomicBool, Ordering};
+/// use kernel::{kunit::suite::{records_failure, spawn_workers}, kunit_expect, sync::Arc};
+///
+/// let done = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
+/// let failed = records_failure(|| {
+///     let started = spawn_workers(1, |_| {
+///         let done = done.clone();
+///         move || {
+///             kunit_expect!(done.load(Ordering::Relaxed), "worker failure on purpose");
+///             done.store(true, Ordering::Release);
+///         }
+///     });
+///     while started == 1 && !done.load(Ordering::Acquire) {
+///         kernel::delay::msleep(1);
+///     }
+/// });
+/// assert!(done.load(Ordering::Acquire)); // the worker ran
+/// assert!(failed); // and its failed expectation was counted
+/// # Ok::<(), Error>(())
+/// ```
 pub fn spawn_workers<F>(n: usize, mut make: impl FnMut(usize) -> F) -> usize
 where
     F: FnOnce() + Send + 'static,
 {
+    let test = TestRef::current();
     (0..n)
         .filter(|&i| {
+            let work = make(i);
             crate::workqueue::system_unbound()
-                .try_spawn(crate::alloc::flags::GFP_KERNEL, make(i))
+                .try_spawn(crate::alloc::flags::GFP_KERNEL, move || test.run_as(work))
                 .is_ok()
         })
         .count()
+}
+
+/// The KUnit test the current task runs (or NULL), carried to a worker.
+#[derive(Clone, Copy)]
+struct TestRef(*mut bindings::kunit);
+
+// SAFETY: the pointer is only handed back to KUnit, whose failure path may be
+// called from any task while the test runs (it takes the test's own locks);
+// the test waits for its workers, so it outlives them (see `spawn_workers`).
+unsafe impl Send for TestRef {}
+
+impl TestRef {
+    fn current() -> Self {
+        // SAFETY: FFI call without preconditions.
+        Self(unsafe { bindings::kunit_get_current_test() })
+    }
+
+    /// Runs `f` as part of this test: KUnit finds the test of a task in
+    /// `current->kunit_test`, which is set for the call and then restored.
+    fn run_as(self, f: impl FnOnce()) {
+        #[cfg(CONFIG_KUNIT)]
+        {
+            // SAFETY: `get_current` returns the running task, valid for the
+            // duration of this function; only this task touches its own
+            // `kunit_test` field here.
+            let task = unsafe { bindings::get_current() };
+            // SAFETY: as above.
+            let saved = unsafe { core::ptr::replace(&raw mut (*task).kunit_test, self.0) };
+            f();
+            // SAFETY: as above.
+            unsafe { (*task).kunit_test = saved };
+        }
+        #[cfg(not(CONFIG_KUNIT))]
+        {
+            let _ = self;
+            f();
+        }
+    }
+}
+
+/// Runs `f` and returns whether it failed the current KUnit test (in this
+/// task, or in workers of [`spawn_workers`] it waited for); such a failure is
+/// then withdrawn, and an earlier failure of the test is kept.
+///
+/// Meant for tests of the test helpers themselves, which must show that a
+/// failure is counted without failing the suite.  Outside a test it runs `f`
+/// and returns `false`.
+pub fn records_failure(f: impl FnOnce()) -> bool {
+    // SAFETY: FFI call without preconditions.
+    let test = unsafe { bindings::kunit_get_current_test() };
+    if test.is_null() {
+        f();
+        return false;
+    }
+    // SAFETY: `test` is the test this task runs, valid until it returns;
+    // workers write `status` with `WRITE_ONCE`, hence volatile accesses.
+    let status = unsafe { &raw mut (*test).status };
+    // SAFETY: as above.
+    let before = unsafe { status.read_volatile() };
+    // SAFETY: as above.
+    unsafe { status.write_volatile(bindings::kunit_status_KUNIT_SUCCESS) };
+    f();
+    // SAFETY: as above.
+    let after = unsafe { status.read_volatile() };
+    // SAFETY: as above.
+    unsafe { status.write_volatile(before) };
+    after == bindings::kunit_status_KUNIT_FAILURE
 }
 
 /// Signature of the function behind one test case.
@@ -178,10 +277,11 @@ pub fn run_case(f: CaseFn, name: &str) {
     }
 }
 
-/// Records a failure of the KUnit test the current task runs.
+/// Records a failure of the KUnit test the current task runs (workers of
+/// [`spawn_workers`] run as part of their test).
 ///
-/// Outside a test (for example in a thread a test spawned) the failure can
-/// only be logged, which this function does with `pr_err!`.
+/// Outside a test (for example in a thread a test started some other way)
+/// the failure can only be logged, which this function does with `pr_err!`.
 pub fn fail(file: &'static CStr, line: u32, args: fmt::Arguments<'_>) {
     // SAFETY: FFI call without preconditions.
     let test = unsafe { bindings::kunit_get_current_test() };
