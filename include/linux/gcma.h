@@ -51,7 +51,7 @@ struct gcma_area {
 	const void *rs;
 	struct kobject *kobj;
 	atomic_long_t lat[GCMA_LAT_BUCKETS];
-	spinlock_t free_lock;
+	spinlock_t free_lock;		/* @freed, @nr_freed; irqs off */
 	struct list_head freed;
 	unsigned long nr_freed;
 };
