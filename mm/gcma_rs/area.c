@@ -150,20 +150,22 @@ static void gcma_free_range(struct gcma_area *area, unsigned long start,
  * gcma_drain_freed() - free in the map the blocks the page allocator gave back
  * @area: the area
  *
- * Adjacent blocks are freed together.  Process context.
+ * Adjacent blocks are freed together.  Any context that may take the
+ * area's map lock (not interrupt context).
  */
 void gcma_drain_freed(struct gcma_area *area)
 {
 	unsigned long base = gcma_base_pfn(area), run = 0, len = 0;
 	struct page *page, *next;
+	unsigned long flags;
 	LIST_HEAD(list);
 
 	if (!gcma_area_rs(area) || list_empty_careful(&area->freed))
 		return;
-	spin_lock_irq(&area->free_lock);
+	spin_lock_irqsave(&area->free_lock, flags);
 	list_splice_init(&area->freed, &list);
 	area->nr_freed = 0;
-	spin_unlock_irq(&area->free_lock);
+	spin_unlock_irqrestore(&area->free_lock, flags);
 
 	list_for_each_entry_safe(page, next, &list, lru) {
 		unsigned long pfn = page_to_pfn(page);
