@@ -267,7 +267,7 @@ unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong) 
 ///
 /// `st` must be valid for writes.
 #[no_mangle]
-pub unsafe extern "C" fn gcma_dmem_rs_stats(
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_stats(
     client: c_uint,
     st: *mut bindings::gcma_dmem_stats,
 ) -> c_int {
@@ -285,7 +285,7 @@ pub unsafe extern "C" fn gcma_dmem_rs_stats(
 /// Whether client `client` is on (1) or off (0); `-ENODEV` without
 /// instances, `-EINVAL` for an unknown client.
 #[no_mangle]
-pub extern "C" fn gcma_dmem_rs_enabled(client: c_uint) -> c_int {
+pub(crate) extern "C" fn gcma_dmem_rs_enabled(client: c_uint) -> c_int {
     match dmems().map(|d| d.client(client)) {
         None => ENODEV.to_errno(),
         Some(None) => EINVAL.to_errno(),
@@ -296,7 +296,7 @@ pub extern "C" fn gcma_dmem_rs_enabled(client: c_uint) -> c_int {
 /// Switches client `client` on or off (dropping its pages): 0, `-ENODEV`
 /// without instances, `-EINVAL` for an unknown client.
 #[no_mangle]
-pub extern "C" fn gcma_dmem_rs_set_enabled(client: c_uint, on: bool) -> c_int {
+pub(crate) extern "C" fn gcma_dmem_rs_set_enabled(client: c_uint, on: bool) -> c_int {
     match dmems().map(|d| d.client(client)) {
         None => ENODEV.to_errno(),
         Some(None) => EINVAL.to_errno(),
