@@ -414,13 +414,14 @@ fn dmem_counters() -> Result {
     kunit_expect!(sw.load(&skey(0), dst.page_mut(0).ok_or(EINVAL)?));
     kunit_expect!(holds(dst.page(0).ok_or(EINVAL)?, 5, 5));
     kunit_expect!(!sw.load(&skey(0), dst.page_mut(0).ok_or(EINVAL)?));
+    kunit_expect!(!sw.load(&skey(77), dst.page_mut(0).ok_or(EINVAL)?));
     kunit_expect!(sw.invalidate(&skey(1)));
     let h = sw.dmem.handle_of(&skey(2)).ok_or(EINVAL)?;
     let (p, _, count) = claim(h.page)?;
     unclaim(p, count)?;
     let s2 = swap_stats()?;
     kunit_expect_eq!(s2.loads - s1.loads, 1);
-    kunit_expect_eq!(s2.misses - s1.misses, 1);
+    kunit_expect_eq!(s2.misses - s1.misses, 2);
     kunit_expect_eq!(s2.invalidations - s1.invalidations, 1);
     kunit_expect_eq!(s2.discards - s1.discards, 1);
     kunit_expect_eq!(s2.stored_pages, s0.stored_pages);
