@@ -248,7 +248,7 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
 /// pointer is only compared with those of the areas in service.
 unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong) {
     let Some(d) = dmems() else { return };
-    let Some(page) = d.areas.index_of(area, pfn as usize) else {
+    let Some(page) = d.areas.index_of(area, pfn) else {
         return;
     };
     if d.file.dmem.discard(page) || d.swap.dmem.discard(page) {

@@ -93,6 +93,7 @@ static ssize_t enabled_store(struct kobject *kobj, struct kobj_attribute *attr,
 	ret = gcma_dmem_rs_set_enabled(client, on);
 	return ret ? ret : count;
 }
+
 static struct kobj_attribute gcma_dmem_enabled_attr = __ATTR_RW(enabled);
 
 struct gcma_dmem_stat_attr {
