@@ -127,6 +127,52 @@ static inline bool gcma_free_page(struct page *page, unsigned int order)
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_attach(struct gcma_area *area, const void *rs);
 void gcma_call_discard(struct gcma_area *area, unsigned long pfn);
+void gcma_lend_page(unsigned long pfn);
+bool gcma_unlend_page(unsigned long pfn);
+struct kobject *gcma_sysfs_dir(void);
+
+/**
+ * struct gcma_dmem_stats - counters of one DMEM client
+ * @stored_pages: entries stored now
+ * @held_pages: area pages held, including unbound ones still being copied
+ * @stores: stores that stored
+ * @loads: loads that hit
+ * @misses: loads that missed
+ * @invalidations: entries dropped by invalidations
+ * @discards: held pages discarded for contiguous allocations
+ * @evictions: entries evicted (least recently stored) to make room
+ * @refused_nomem: stores refused: no memory for the index node
+ * @refused_nospace: stores refused: no page free nor evictable
+ * @refused_discarded: stores refused: page discarded while being filled
+ * @refused_superseded: stores refused: entry replaced while being filled
+ * @refused_disabled: stores refused: client switched off
+ */
+struct gcma_dmem_stats {
+	u64 stored_pages;
+	u64 held_pages;
+	u64 stores;
+	u64 loads;
+	u64 misses;
+	u64 invalidations;
+	u64 discards;
+	u64 evictions;
+	u64 refused_nomem;
+	u64 refused_nospace;
+	u64 refused_discarded;
+	u64 refused_superseded;
+	u64 refused_disabled;
+};
+
+/* DMEM clients: index of /sys/kernel/mm/gcma/dmem/<client>. */
+enum gcma_dmem_client {
+	GCMA_DMEM_FILE,
+	GCMA_DMEM_SWAP,
+	GCMA_DMEM_NR_CLIENTS,
+};
+
+/* DMEM glue (mm/gcma_rs/dmem_sysfs.c). */
+bool gcma_dmem_boot_enabled(unsigned int client);
+void gcma_dmem_sysfs_add(void);
 
 /* Implemented in Rust (mm/gcma_rs/gcma.rs). */
 int gcma_rs_init(void);
@@ -136,6 +182,10 @@ int gcma_rs_begin_release(const void *rs, unsigned long start,
 			  unsigned long count);
 int gcma_rs_free(const void *rs, unsigned long start, unsigned long count);
 void gcma_rs_stats(const void *rs, struct gcma_stats *st);
+/* DMEM (mm/gcma_rs/dmem_client.rs); -ENODEV without an instance. */
+int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
+int gcma_dmem_rs_enabled(unsigned int client);
+int gcma_dmem_rs_set_enabled(unsigned int client, bool on);
 #else
 static inline bool gcma_free_page(struct page *page, unsigned int order)
 {

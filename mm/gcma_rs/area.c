@@ -207,6 +207,38 @@ void gcma_call_discard(struct gcma_area *area, unsigned long pfn)
 		fn(area, pfn);
 }
 
+/**
+ * gcma_lend_page() - make a free page of an area usable by a secondary client
+ * @pfn: the page, just lent in the area's map
+ *
+ * A free page of an area may be poisoned for KASAN and unmapped under
+ * debug_pagealloc; it gets the page allocator's allocation steps, but no
+ * reference: its refcount stays 0, so the speculative references of pfn
+ * walkers fail.  Does not sleep.
+ */
+void gcma_lend_page(unsigned long pfn)
+{
+	post_alloc_hook(pfn_to_page(pfn), 0, GFP_NOWAIT | __GFP_NOWARN);
+}
+EXPORT_SYMBOL_GPL(gcma_lend_page);
+
+/**
+ * gcma_unlend_page() - undo gcma_lend_page()
+ * @pfn: the page, about to be returned to the area's map or handed to a
+ *	contiguous allocation that discarded it
+ *
+ * Runs the page allocator's free steps, so the page is in the state of a
+ * free page of the area again.  Does not sleep.
+ *
+ * Return: false if the page was found in a bad state (reported by the
+ * free steps); it must then be kept out of use.
+ */
+bool gcma_unlend_page(unsigned long pfn)
+{
+	return free_pages_prepare(pfn_to_page(pfn), 0);
+}
+EXPORT_SYMBOL_GPL(gcma_unlend_page);
+
 /*
  * Give the @count free pages from @page the state the page allocator gives
  * an allocation: post_alloc_hook() on each naturally aligned block (or the
@@ -453,6 +485,12 @@ struct gcma_kobject {
 };
 
 static struct kobject *gcma_sysfs_root;
+
+/* /sys/kernel/mm/gcma, or NULL before the first area is in service. */
+struct kobject *gcma_sysfs_dir(void)
+{
+	return gcma_sysfs_root;
+}
 
 static struct gcma_area *gcma_kobj_area(struct kobject *kobj)
 {

@@ -40,7 +40,16 @@ use kernel::{
 #[allow(dead_code)]
 mod area_map;
 mod boot;
+// The store's interface serves the page-cache and swap hooks to come and
+// the host tests: parts of it have no kernel caller yet.
+#[allow(dead_code)]
+mod dmem;
+#[allow(dead_code)]
+mod dmem_client;
+mod dmem_kernel;
 
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+mod dmem_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
 
@@ -181,7 +190,7 @@ impl Area {
 
 /// Sets up the allocator state of one reserved area and puts it in
 /// service.
-fn init_area(area: &boot::ReservedArea) -> Result {
+fn init_area(area: &boot::ReservedArea) -> Result<&'static Area> {
     let nr_pages = area.nr_pages();
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
@@ -226,7 +235,7 @@ fn init_area(area: &boot::ReservedArea) -> Result {
             ""
         }
     );
-    Ok(())
+    Ok(state)
 }
 
 /// Called by `reserve.c` at `subsys_initcall` time, once memory management
@@ -236,15 +245,24 @@ fn init_area(area: &boot::ReservedArea) -> Result {
 /// unused; the call itself always succeeds so that boot goes on.
 #[no_mangle]
 pub extern "C" fn gcma_rs_init() -> c_int {
-    let mut ready = 0;
+    // The areas in service, for DMEM; a failed push only costs DMEM the
+    // area.
+    let mut ready: KVec<&'static Area> = KVec::new();
     for area in boot::reserved_areas() {
         match init_area(&area) {
-            Ok(()) => ready += 1,
+            Ok(a) => {
+                if ready.push(a, GFP_KERNEL).is_err() {
+                    pr_warn!("{}: not used by DMEM: no memory\n", area.name());
+                }
+            }
             Err(e) => pr_err!("{}: cannot set up the area: {:?}\n", area.name(), e),
         }
     }
-    if ready > 0 {
-        pr_info!("{} area(s) ready\n", ready);
+    if !ready.is_empty() {
+        pr_info!("{} area(s) ready\n", ready.len());
+        if let Err(e) = dmem_client::init(&ready) {
+            pr_err!("dmem: not started: {:?}\n", e);
+        }
     }
     0
 }

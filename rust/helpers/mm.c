@@ -76,3 +76,8 @@ int rust_helper_rsmm_pfn_to_nid(unsigned long pfn)
 		return -1;
 	return page_to_nid(pfn_to_page(pfn));
 }
+
+struct page *rust_helper_pfn_to_page(unsigned long pfn)
+{
+	return pfn_to_page(pfn);
+}

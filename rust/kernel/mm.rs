@@ -9,6 +9,7 @@
 
 pub mod buddy;
 pub mod numa;
+pub mod page_ref;
 
 pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 

@@ -1,0 +1,308 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The two DMEM instances of the kernel (clean file pages and swap pages),
+//! their on/off switches, the discard hook and the functions the C glue
+//! (`dmem_sysfs.c`) calls.
+//!
+//! Both instances are created at `gcma_rs_init()` time when at least one
+//! area is in service, over all the areas, and live for the life of the
+//! system.  A client that is off stores nothing and loads nothing; turning
+//! it off drops its pages.
+
+use crate::{
+    dmem::{Config, Dmem, FileKey, Refusal, StoreOutcome, SwapKey},
+    dmem_kernel::{AreaPages, AreaSpan, AreaSupply, Areas, KConfig},
+    Area,
+};
+use core::{
+    ptr::null_mut,
+    sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering},
+};
+use kernel::{
+    bindings,
+    error::to_result,
+    ffi::{c_int, c_uint, c_ulong},
+    mm::page_ref::PageRef,
+    prelude::*,
+};
+
+/// Buckets of an instance: about one per 8 pages, a power of two in
+/// `64..=16384`.
+fn nr_buckets(pages: usize) -> usize {
+    (pages / 8).next_power_of_two().clamp(64, 16384)
+}
+
+/// One client: its store and its switch.
+pub(crate) struct Client<C: Config> {
+    /// The store.
+    pub(crate) dmem: Dmem<C>,
+    /// Whether the client is on.
+    enabled: AtomicBool,
+    /// Stores refused because the client was off.
+    refused_disabled: AtomicUsize,
+}
+
+impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
+    /// Creates the client over `areas`, on or off.
+    fn new(areas: Areas, exclusive_loads: bool, on: bool) -> Result<Self> {
+        let n = nr_buckets(areas.nr_pages());
+        let mut buckets = KVec::with_capacity(n, GFP_KERNEL)?;
+        for _ in 0..n {
+            buckets.push(Dmem::<KConfig<K>>::new_bucket()?, GFP_KERNEL)?;
+        }
+        let mut slots = KVVec::with_capacity(areas.nr_pages(), GFP_KERNEL)?;
+        for _ in 0..areas.nr_pages() {
+            slots.push(crate::dmem::Slot::new(), GFP_KERNEL)?;
+        }
+        let dmem = Dmem::new(
+            buckets,
+            slots,
+            AreaSupply(areas),
+            AreaPages(areas),
+            exclusive_loads,
+        )?;
+        Ok(Client {
+            dmem,
+            enabled: AtomicBool::new(on),
+            refused_disabled: AtomicUsize::new(0),
+        })
+    }
+
+    /// Stores a copy of `src` under `key`; `None` if the client is off.
+    pub(crate) fn store(&self, key: &K, src: &PageRef) -> Option<StoreOutcome> {
+        if !self.enabled.load(Ordering::SeqCst) {
+            self.refused_disabled.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        let out = self.dmem.store(key, src);
+        // Switched off meanwhile: its clear() may have run before the store
+        // bound its page, so drop the entry here.
+        if !self.enabled.load(Ordering::SeqCst) {
+            self.dmem.invalidate(key);
+            return Some(StoreOutcome::Refused(Refusal::Superseded));
+        }
+        Some(out)
+    }
+
+    /// Copies the entry of `key` into `dst`; `false` on a miss or if the
+    /// client is off.
+    pub(crate) fn load(&self, key: &K, dst: &mut PageRef) -> bool {
+        self.enabled.load(Ordering::SeqCst) && self.dmem.load(key, dst)
+    }
+
+    /// Drops the entry of `key`; returns whether there was one.
+    pub(crate) fn invalidate(&self, key: &K) -> bool {
+        self.dmem.invalidate(key)
+    }
+}
+
+/// What the C glue needs of a client, whatever its key type.
+pub(crate) trait ClientOps: Sync {
+    /// Whether the client is on.
+    fn enabled(&self) -> bool;
+    /// Switches the client on or off; off drops its pages.
+    fn set_enabled(&self, on: bool);
+    /// The counters.
+    fn stats(&self) -> bindings::gcma_dmem_stats;
+}
+
+impl<C: Config> ClientOps for Client<C>
+where
+    Dmem<C>: Sync,
+{
+    fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::SeqCst)
+    }
+
+    fn set_enabled(&self, on: bool) {
+        self.enabled.store(on, Ordering::SeqCst);
+        if !on {
+            self.dmem.clear();
+        }
+    }
+
+    fn stats(&self) -> bindings::gcma_dmem_stats {
+        let s = self.dmem.stats();
+        let c = |n: usize| n as u64;
+        bindings::gcma_dmem_stats {
+            stored_pages: c(s.stored_pages),
+            held_pages: c(s.held_pages),
+            stores: c(s.stores),
+            loads: c(s.hits),
+            misses: c(s.misses),
+            invalidations: c(s.invalidations),
+            discards: c(s.discards),
+            evictions: c(s.evictions),
+            refused_nomem: c(s.refused_nomem),
+            refused_nospace: c(s.refused_nospace),
+            refused_discarded: c(s.refused_discarded),
+            refused_superseded: c(s.refused_superseded),
+            refused_disabled: c(self.refused_disabled.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// The kernel's DMEM instances.
+pub(crate) struct Dmems {
+    /// The areas of the index space.
+    pub(crate) areas: Areas,
+    /// Clean file pages.
+    pub(crate) file: Client<KConfig<FileKey>>,
+    /// Swap pages (exclusive loads).
+    pub(crate) swap: Client<KConfig<SwapKey>>,
+}
+
+impl Dmems {
+    /// The client of C index `client` (`enum gcma_dmem_client`).
+    fn client(&self, client: c_uint) -> Option<&dyn ClientOps> {
+        match client {
+            bindings::gcma_dmem_client_GCMA_DMEM_FILE => Some(&self.file),
+            bindings::gcma_dmem_client_GCMA_DMEM_SWAP => Some(&self.swap),
+            _ => None,
+        }
+    }
+}
+
+/// The instances, published once by [`init`].
+static DMEMS: AtomicPtr<Dmems> = AtomicPtr::new(null_mut());
+
+/// The instances, if [`init`] created them.
+pub(crate) fn dmems() -> Option<&'static Dmems> {
+    let p = DMEMS.load(Ordering::Acquire);
+    // SAFETY: a non-null pointer was published by `init` from a leaked box,
+    // never freed.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+/// Whether client `client` is on at boot.
+fn boot_enabled(client: c_uint) -> bool {
+    // SAFETY: FFI call; any value is allowed.
+    unsafe { bindings::gcma_dmem_boot_enabled(client) }
+}
+
+/// Creates the instances over `areas`, registers the discard hook and the
+/// sysfs files.  Called once, by `gcma_rs_init()`.
+pub(crate) fn init(areas: &[&'static Area]) -> Result {
+    if areas.is_empty() || !DMEMS.load(Ordering::Acquire).is_null() {
+        return Err(EINVAL);
+    }
+    let mut spans = KVec::with_capacity(areas.len(), GFP_KERNEL)?;
+    let mut offset = 0;
+    for &area in areas {
+        let nr_pages = area.map.lock().nr_pages();
+        spans.push(
+            AreaSpan {
+                area,
+                offset,
+                nr_pages,
+            },
+            GFP_KERNEL,
+        )?;
+        offset += nr_pages;
+    }
+    let (ptr, len, _) = spans.into_raw_parts();
+    // SAFETY: `ptr` and `len` describe the initialised elements of the
+    // vector just taken apart, whose buffer is never freed.
+    let spans: &'static [AreaSpan] = unsafe { core::slice::from_raw_parts(ptr, len) };
+    let areas = Areas(spans);
+    let dmems = KBox::new(
+        Dmems {
+            areas,
+            file: Client::new(
+                areas,
+                false,
+                boot_enabled(bindings::gcma_dmem_client_GCMA_DMEM_FILE),
+            )?,
+            swap: Client::new(
+                areas,
+                true,
+                boot_enabled(bindings::gcma_dmem_client_GCMA_DMEM_SWAP),
+            )?,
+        },
+        GFP_KERNEL,
+    )?;
+    DMEMS.store(KBox::into_raw(dmems), Ordering::Release);
+    // SAFETY: `discard_hook` has the signature of `gcma_discard_fn` and may
+    // be called at any time from now on.
+    to_result(unsafe { bindings::gcma_register_discard(Some(discard_hook)) })?;
+    // SAFETY: FFI call; the instances the sysfs files read exist.
+    unsafe { bindings::gcma_dmem_sysfs_add() };
+    pr_info!(
+        "dmem: {} pages in {} area(s); file {}, swap {}\n",
+        areas.nr_pages(),
+        spans.len(),
+        if boot_enabled(0) { "on" } else { "off" },
+        if boot_enabled(1) { "on" } else { "off" }
+    );
+    Ok(())
+}
+
+/// The discard hook: a contiguous allocation takes the lent page `pfn` of
+/// `area`.  Drops its data in whichever instance holds it, waits for its
+/// copies to finish and runs the page allocator's free steps on it, so it
+/// reaches the allocation in the state of a free page.  May sleep.
+///
+/// # Safety
+///
+/// None beyond the FFI contract: any `area` and `pfn` are handled, as the
+/// pointer is only compared with those of the areas in service.
+unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong) {
+    let Some(d) = dmems() else { return };
+    let Some(page) = d.areas.index_of(area, pfn) else {
+        return;
+    };
+    if d.file.dmem.discard(page) || d.swap.dmem.discard(page) {
+        // SAFETY: the page was lent by the supply (allocation steps done)
+        // and no copy is in flight any more.
+        if !unsafe { bindings::gcma_unlend_page(pfn) } {
+            pr_err!("dmem: discarded page at pfn {:#x} in a bad state\n", pfn);
+        }
+    }
+}
+
+/// Fills `*st` with the counters of client `client`: 0, or `-ENODEV` if
+/// there are no instances, `-EINVAL` for an unknown client.
+///
+/// # Safety
+///
+/// `st` must be valid for writes.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_stats(
+    client: c_uint,
+    st: *mut bindings::gcma_dmem_stats,
+) -> c_int {
+    let Some(d) = dmems() else {
+        return ENODEV.to_errno();
+    };
+    let Some(c) = d.client(client) else {
+        return EINVAL.to_errno();
+    };
+    // SAFETY: guaranteed by the caller.
+    unsafe { st.write(c.stats()) };
+    0
+}
+
+/// Whether client `client` is on (1) or off (0); `-ENODEV` without
+/// instances, `-EINVAL` for an unknown client.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_dmem_rs_enabled(client: c_uint) -> c_int {
+    match dmems().map(|d| d.client(client)) {
+        None => ENODEV.to_errno(),
+        Some(None) => EINVAL.to_errno(),
+        Some(Some(c)) => c_int::from(c.enabled()),
+    }
+}
+
+/// Switches client `client` on or off (dropping its pages): 0, `-ENODEV`
+/// without instances, `-EINVAL` for an unknown client.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_dmem_rs_set_enabled(client: c_uint, on: bool) -> c_int {
+    match dmems().map(|d| d.client(client)) {
+        None => ENODEV.to_errno(),
+        Some(None) => EINVAL.to_errno(),
+        Some(Some(c)) => {
+            c.set_enabled(on);
+            0
+        }
+    }
+}

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The kernel's implementations of the traits of [`crate::dmem`]: spinlocks,
+//! red-black-tree buckets, GCMA areas as the page supply, and page copies
+//! through [`PageRef`].
+//!
+//! DMEM numbers the pages of all areas in one index space: the pages of
+//! area `i` follow those of areas `0..i`, in the order the areas were put
+//! in service.  The supply lends from the first area that has a free page.
+
+use crate::{
+    dmem::{BucketLock, BucketMap, Config, Handle, Key, Lock, LockClass, PageAccess, PageSupply},
+    dmem::{Platform, Slot},
+    Area,
+};
+use core::{marker::PhantomData, pin::Pin};
+use kernel::{
+    alloc::Flags,
+    bindings, delay,
+    mm::page_ref::PageRef,
+    new_spinlock,
+    prelude::*,
+    rbtree::{RBTree, RBTreeNodeReservation},
+    sync::SpinLock,
+};
+
+/// A DMEM lock: a spinlock in its own allocation, so the value that holds
+/// it may move.
+pub(crate) struct KLock<T>(Pin<KBox<SpinLock<T>>>);
+
+impl<T> Lock<T> for KLock<T> {
+    fn new(value: T, class: LockClass) -> Result<Self> {
+        // One lockdep class per lock class: bucket locks nest outside the
+        // page lock.
+        let lock = match class {
+            LockClass::Bucket => KBox::pin_init(new_spinlock!(value, "dmem_bucket"), GFP_KERNEL)?,
+            LockClass::Pages => KBox::pin_init(new_spinlock!(value, "dmem_page"), GFP_KERNEL)?,
+        };
+        Ok(KLock(lock))
+    }
+
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+        let mut guard = self.0.lock();
+        f(&mut *guard)
+    }
+}
+
+/// Spinlocks, and `cond_resched()` while a discard waits.
+pub(crate) struct KernelPlatform;
+
+impl Platform for KernelPlatform {
+    type Lock<T: Send> = KLock<T>;
+
+    fn relax() {
+        delay::cond_resched();
+    }
+}
+
+/// The map of one bucket: a red-black tree whose nodes are reserved before
+/// the bucket lock is taken.
+pub(crate) struct RbMap<K>(RBTree<K, Handle>);
+
+impl<K: Ord + Clone + Send> BucketMap<K> for RbMap<K> {
+    type Node = RBTreeNodeReservation<K, Handle>;
+
+    fn new() -> Self {
+        RbMap(RBTree::new())
+    }
+
+    fn reserve(flags: Flags) -> Result<Self::Node> {
+        RBTreeNodeReservation::new(flags)
+    }
+
+    fn insert(&mut self, node: Self::Node, key: K, handle: Handle) -> Option<Handle> {
+        self.0
+            .insert(node.into_node(key, handle))
+            .map(|old| old.to_key_value().1)
+    }
+
+    fn get(&self, key: &K) -> Option<Handle> {
+        self.0.get(key).copied()
+    }
+
+    fn remove(&mut self, key: &K) -> Option<Handle> {
+        self.0.remove(key)
+    }
+
+    fn pop_range(&mut self, lo: &K, hi: &K) -> Option<(K, Handle)> {
+        let cursor = self.0.cursor_lower_bound(lo)?;
+        if cursor.current().0 > hi {
+            return None;
+        }
+        Some(cursor.remove_current().1.to_key_value())
+    }
+
+    fn pop_first(&mut self) -> Option<(K, Handle)> {
+        let cursor = self.0.cursor_front()?;
+        Some(cursor.remove_current().1.to_key_value())
+    }
+
+    fn for_each(&self, mut f: impl FnMut(&K, Handle)) {
+        for (k, h) in self.0.iter() {
+            f(k, *h);
+        }
+    }
+}
+
+/// One area in DMEM's page index space.
+pub(crate) struct AreaSpan {
+    /// The area.
+    pub(crate) area: &'static Area,
+    /// DMEM index of the area's page 0.
+    pub(crate) offset: usize,
+    /// Pages in the area.
+    pub(crate) nr_pages: usize,
+}
+
+/// The areas of the index space, in index order.
+#[derive(Clone, Copy)]
+pub(crate) struct Areas(pub(crate) &'static [AreaSpan]);
+
+impl Areas {
+    /// Pages in the index space.
+    pub(crate) fn nr_pages(&self) -> usize {
+        self.0.last().map_or(0, |s| s.offset + s.nr_pages)
+    }
+
+    /// The span of DMEM index `page` and the page's index in its area.
+    fn span_of(&self, page: usize) -> Option<(&'static AreaSpan, usize)> {
+        let s = self
+            .0
+            .iter()
+            .find(|s| page >= s.offset && page - s.offset < s.nr_pages)?;
+        Some((s, page - s.offset))
+    }
+
+    /// The page frame number of DMEM index `page`.
+    pub(crate) fn pfn_of(&self, page: usize) -> Option<usize> {
+        self.span_of(page).map(|(s, p)| s.area.base_pfn + p)
+    }
+
+    /// The DMEM index of page frame `pfn` of the area whose C descriptor is
+    /// `c`.
+    pub(crate) fn index_of(&self, c: *const bindings::gcma_area, pfn: usize) -> Option<usize> {
+        let s = self.0.iter().find(|s| core::ptr::eq(s.area.c, c))?;
+        let p = pfn.checked_sub(s.area.base_pfn)?;
+        (p < s.nr_pages).then_some(s.offset + p)
+    }
+}
+
+/// The page supply: pages lent by the areas' maps.
+pub(crate) struct AreaSupply(pub(crate) Areas);
+
+impl PageSupply for AreaSupply {
+    fn lend(&self) -> Option<usize> {
+        for s in self.0 .0 {
+            let Ok(p) = s.area.map.lock().lend_secondary() else {
+                continue;
+            };
+            // The page is free in the map's eyes, so it may be poisoned and
+            // unmapped: give it the allocation steps before it is copied to.
+            // SAFETY: `p` is a page of the area, which is in the memory map,
+            // and was just lent: nobody else uses it.
+            unsafe { bindings::gcma_lend_page(s.area.base_pfn + p) };
+            return Some(s.offset + p);
+        }
+        None
+    }
+
+    fn give_back(&self, page: usize) {
+        let Some((s, p)) = self.0.span_of(page) else {
+            return;
+        };
+        let pfn = s.area.base_pfn + p;
+        // The free steps run before the map frees the page: once it is
+        // free, an allocation may take it and run the allocation steps.
+        // SAFETY: the page was lent by `lend` (allocation steps done) and
+        // the store no longer touches it.
+        if !unsafe { bindings::gcma_unlend_page(pfn) } {
+            pr_err!("dmem: page at pfn {:#x} in a bad state; kept lent\n", pfn);
+            return;
+        }
+        if s.area.map.lock().return_secondary(p).is_err() {
+            pr_err!("dmem: page at pfn {:#x} was not lent\n", pfn);
+        }
+    }
+}
+
+/// Copies between the store's pages and the clients' pages.
+pub(crate) struct AreaPages(pub(crate) Areas);
+
+impl AreaPages {
+    /// The `struct page` of DMEM index `page`.
+    fn page_ptr(&self, page: usize) -> Option<*mut bindings::page> {
+        let pfn = self.0.pfn_of(page)?;
+        // SAFETY: `pfn` is a page of an area, which is in the memory map.
+        Some(unsafe { bindings::pfn_to_page(pfn as _) })
+    }
+}
+
+impl PageAccess for AreaPages {
+    type Src = PageRef;
+    type Dst = PageRef;
+
+    fn copy_in(&self, page: usize, src: &PageRef) {
+        let Some(p) = self.page_ptr(page) else { return };
+        // SAFETY: the store copies into a page it holds, lent by
+        // `AreaSupply::lend` (allocation steps done, so mapped and
+        // unpoisoned), bound for this copy alone: it is in `Filling` with
+        // this store as its only copier, and neither read, given back nor
+        // handed to an allocation until the copy ends (the `dmem` protocol).
+        let dst = unsafe { PageRef::from_raw_mut(p) };
+        dst.copy_from_page(src);
+    }
+
+    fn copy_out(&self, page: usize, dst: &mut PageRef) {
+        let Some(p) = self.page_ptr(page) else { return };
+        // SAFETY: the store copies out of a page it holds in `Ready`, counted
+        // as a copier: nobody writes it, gives it back or hands it to an
+        // allocation until the copy ends (the `dmem` protocol).
+        let src = unsafe { PageRef::from_raw(p) };
+        dst.copy_from_page(src);
+    }
+}
+
+/// The configuration of a kernel DMEM instance with keys `K`.
+pub(crate) struct KConfig<K>(PhantomData<K>);
+
+impl<K: Key + Sync> Config for KConfig<K> {
+    type Platform = KernelPlatform;
+    type Key = K;
+    type Map = RbMap<K>;
+    type Buckets = KVec<BucketLock<Self>>;
+    type Slots = KVVec<Slot<K>>;
+    type Supply = AreaSupply;
+    type Access = AreaPages;
+}

@@ -1,0 +1,468 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! KUnit suites of DMEM on the areas in service: a reference model with
+//! discards by real contiguous allocations, concurrent loads, stores and
+//! allocations, and the counters.
+
+use crate::{
+    dmem::{FileKey, StoreOutcome, SwapKey},
+    dmem_client::{dmems, ClientOps, Dmems},
+};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use kernel::{
+    bindings, delay,
+    error::to_result,
+    kunit::suite::{spawn_workers, TestRng as Rng},
+    kunit_expect, kunit_expect_eq,
+    mm::{buddy::ContigPages, page_ref::PageRef, PAGE_SIZE},
+    prelude::*,
+    sync::Arc,
+};
+
+/// Words of a page written per `write_from` call.
+const CHUNK: usize = 64;
+
+/// The instances, or `ENODEV`.
+fn instances() -> Result<&'static Dmems> {
+    dmems().ok_or_else(|| {
+        kunit_expect!(false, "no DMEM instance: boot with gcma=16M");
+        ENODEV
+    })
+}
+
+/// The first area, its base pfn and its size in pages.
+fn first_area() -> Result<(*mut bindings::gcma_area, usize, usize)> {
+    // SAFETY: FFI call; any index is allowed.
+    let area = unsafe { bindings::gcma_reserved_area(0) };
+    if area.is_null() {
+        return Err(ENODEV);
+    }
+    // SAFETY: the descriptor is static and written only at boot.
+    let (base, size) = unsafe { ((*area).base as usize, (*area).size as usize) };
+    Ok((
+        area,
+        base >> kernel::mm::PAGE_SHIFT,
+        size >> kernel::mm::PAGE_SHIFT,
+    ))
+}
+
+/// Word `i` of the page contents of version `gen` of key `k`; words 0 and 1
+/// hold `k` and `gen`, no word is 0.
+fn word(k: u64, gen: u64, i: usize) -> u64 {
+    match i {
+        0 => k | 1 << 63,
+        1 => gen | 1 << 63,
+        _ => ((k << 40) ^ (gen << 12) ^ i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1,
+    }
+}
+
+/// Writes version `gen` of key `k` into `p`.
+fn fill(p: &mut PageRef, k: u64, gen: u64) -> Result {
+    let mut buf = [0u64; CHUNK];
+    for c in 0..PAGE_SIZE / 8 / CHUNK {
+        for (j, w) in buf.iter_mut().enumerate() {
+            *w = word(k, gen, c * CHUNK + j);
+        }
+        // SAFETY: any `u64` array is valid as bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(buf.as_ptr().cast::<u8>(), CHUNK * 8) };
+        p.write_from(c * CHUNK * 8, bytes)?;
+    }
+    Ok(())
+}
+
+/// Reads the key and version in `p` and checks every word against them;
+/// `None` if a word does not match.
+fn decode(p: &PageRef) -> Option<(u64, u64)> {
+    let mut buf = [0u8; CHUNK * 8];
+    let mut kg = (0, 0);
+    for c in 0..PAGE_SIZE / 8 / CHUNK {
+        p.read_into(c * CHUNK * 8, &mut buf).ok()?;
+        for (j, b) in buf.chunks_exact(8).enumerate() {
+            let w = u64::from_ne_bytes(b.try_into().ok()?);
+            let i = c * CHUNK + j;
+            match i {
+                0 => kg.0 = w & !(1 << 63),
+                1 => kg.1 = w & !(1 << 63),
+                _ => {}
+            }
+            if w != word(kg.0, kg.1, i) {
+                return None;
+            }
+        }
+    }
+    Some(kg)
+}
+
+/// Whether `p` holds version `gen` of key `k`, every byte of it.
+fn holds(p: &PageRef, k: u64, gen: u64) -> bool {
+    decode(p) == Some((k, gen))
+}
+
+/// A file key per test key: eight pages per file.
+fn fkey(k: u64) -> FileKey {
+    FileKey {
+        sb: 7,
+        ino: k / 8,
+        generation: 1,
+        index: k % 8,
+    }
+}
+
+/// Allocates through `gcma_alloc()` a range of the first area that covers
+/// area page `target`, and returns it (first page, area index, count).
+/// Tries the range from the lowest free page; failing that, holds pages one
+/// by one (released before returning) until it gets `target`.
+fn claim(target: usize) -> Result<(*mut bindings::page, usize, usize)> {
+    let (area, base, _) = first_area()?;
+    let alloc = |count: usize| {
+        // SAFETY: `area` is a reserved area; no_warn, as a try may fail.
+        let p = unsafe { bindings::gcma_alloc(area, count as _, 0, true) };
+        // SAFETY: `p` is in the memory map when not null.
+        (!p.is_null()).then(|| (p, unsafe { bindings::page_to_pfn(p) } as usize - base))
+    };
+    let release = |p: *mut bindings::page, count: usize| {
+        // SAFETY: `p` was allocated above with `count` pages.
+        unsafe { bindings::gcma_release(area, p, count as _) }
+    };
+    let (p, s) = alloc(1).ok_or(ENOMEM)?;
+    release(p, 1);
+    if s <= target {
+        if let Some((p, start)) = alloc(target - s + 1) {
+            if start <= target && target < start + (target - s + 1) {
+                return Ok((p, start, target - s + 1));
+            }
+            release(p, target - s + 1);
+        }
+    }
+    let mut held = KVec::new();
+    let mut out = Err(ENOMEM);
+    while let Some((p, i)) = alloc(1) {
+        if i == target {
+            out = Ok((p, i, 1));
+            break;
+        }
+        held.push(p, GFP_KERNEL)?;
+        if i > target {
+            break;
+        }
+    }
+    for p in held {
+        release(p, 1);
+    }
+    out
+}
+
+/// Releases a range from [`claim`].
+fn unclaim(p: *mut bindings::page, count: usize) -> Result {
+    let (area, _, _) = first_area()?;
+    // SAFETY: the range was allocated by `claim`.
+    kunit_expect!(unsafe { bindings::gcma_release(area, p, count as _) });
+    Ok(())
+}
+
+/// Random stores, loads, invalidations and discards by contiguous
+/// allocations on the file instance agree with a model of the entries,
+/// byte for byte.
+fn dmem_matches_model() -> Result {
+    const KEYS: usize = 48;
+    let d = &instances()?.file;
+    let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let mut dst = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let mut model: KVec<Option<u64>> = KVec::from_elem(None, KEYS, GFP_KERNEL)?;
+    let mut rng = Rng::new(0xd3e3_0001);
+    let mut gen = 0;
+    let mut discards = 0;
+    for step in 0..800 {
+        let k = rng.below(KEYS);
+        let key = fkey(k as u64);
+        match rng.below(20) {
+            0..=7 => {
+                gen += 1;
+                fill(src.page_mut(0).ok_or(EINVAL)?, k as u64, gen)?;
+                let out = d.store(&key, src.page(0).ok_or(EINVAL)?);
+                kunit_expect_eq!(out, Some(StoreOutcome::Stored));
+                model[k] = (out == Some(StoreOutcome::Stored)).then_some(gen);
+            }
+            8..=14 => {
+                dst.page_mut(0).ok_or(EINVAL)?.zero();
+                let hit = d.load(&key, dst.page_mut(0).ok_or(EINVAL)?);
+                kunit_expect!(
+                    hit == model[k].is_some(),
+                    "step {} key {}: hit {}",
+                    step,
+                    k,
+                    hit
+                );
+                if let (true, Some(g)) = (hit, model[k]) {
+                    kunit_expect!(
+                        holds(dst.page(0).ok_or(EINVAL)?, k as u64, g),
+                        "step {}",
+                        step
+                    );
+                }
+            }
+            15..=16 => {
+                kunit_expect_eq!(d.invalidate(&key), model[k].is_some());
+                model[k] = None;
+            }
+            _ => {
+                let Some(h) = d.dmem.handle_of(&key) else {
+                    continue;
+                };
+                // Where every entry is, before the allocation.
+                let mut at = KVec::with_capacity(KEYS, GFP_KERNEL)?;
+                for j in 0..KEYS {
+                    at.push(
+                        d.dmem.handle_of(&fkey(j as u64)).map(|h| h.page),
+                        GFP_KERNEL,
+                    )?;
+                }
+                let (p, start, count) = claim(h.page)?;
+                for j in 0..KEYS {
+                    if at[j].is_some_and(|pg| pg >= start && pg < start + count) {
+                        kunit_expect!(d.dmem.handle_of(&fkey(j as u64)).is_none());
+                        model[j] = None;
+                        discards += 1;
+                    }
+                }
+                unclaim(p, count)?;
+            }
+        }
+    }
+    kunit_expect!(discards > 0);
+    d.dmem.clear();
+    kunit_expect_eq!(d.dmem.check_quiescent(), Ok(0));
+    kunit_expect_eq!(d.dmem.stats().held_pages, 0);
+    Ok(())
+}
+
+/// State shared by the workers of [`dmem_concurrent`].
+struct Shared {
+    /// Versions handed out so far.
+    gen: AtomicU64,
+    /// Failed checks.
+    failures: AtomicUsize,
+    /// Loads that hit.
+    hits: AtomicUsize,
+    /// Contiguous allocations made.
+    claims: AtomicUsize,
+    /// Workers done.
+    done: AtomicUsize,
+}
+
+/// Keys the workers share.
+const SHARED_KEYS: usize = 24;
+
+/// A worker storing and loading the shared keys; every hit must hold a
+/// whole version of its key that was stored.
+fn copier(s: &Shared, seed: u64) -> Result {
+    let d = &instances()?.file;
+    let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let mut dst = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let mut rng = Rng::new(seed);
+    for _ in 0..1500 {
+        let k = rng.below(SHARED_KEYS) as u64;
+        if rng.below(3) == 0 {
+            let gen = s.gen.fetch_add(1, Ordering::Relaxed) + 1;
+            fill(src.page_mut(0).ok_or(EINVAL)?, k, gen)?;
+            let _ = d.store(&fkey(k), src.page(0).ok_or(EINVAL)?);
+        } else {
+            dst.page_mut(0).ok_or(EINVAL)?.zero();
+            if d.load(&fkey(k), dst.page_mut(0).ok_or(EINVAL)?) {
+                s.hits.fetch_add(1, Ordering::Relaxed);
+                let ok = match decode(dst.page(0).ok_or(EINVAL)?) {
+                    Some((got, gen)) => {
+                        got == k && gen >= 1 && gen <= s.gen.load(Ordering::Relaxed)
+                    }
+                    None => false,
+                };
+                if !ok {
+                    s.failures.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if rng.below(16) == 0 {
+            delay::cond_resched();
+        }
+    }
+    Ok(())
+}
+
+/// A worker taking most of the first area by contiguous allocations, which
+/// discard the lent pages; the pages it gets must be zeroed
+/// (init_on_alloc=1), i.e. no copy into them outlived the discard.
+fn allocator(s: &Shared, seed: u64) -> Result {
+    let (area, base, nr) = first_area()?;
+    let mut rng = Rng::new(seed);
+    // The lowest free page: the area may hold DMA buffers below it.
+    // SAFETY: a reserved area.
+    let p = unsafe { bindings::gcma_alloc(area, 1, 0, true) };
+    if p.is_null() {
+        return Err(ENOMEM);
+    }
+    // SAFETY: `p` is in the memory map.
+    let low = unsafe { bindings::page_to_pfn(p) } as usize - base;
+    // SAFETY: the page allocated just above.
+    unsafe { bindings::gcma_release(area, p, 1) };
+    for _ in 0..40 {
+        let count = nr - low - 1 - rng.below(64);
+        // SAFETY: a reserved area; no_warn, as the area may be short.
+        let p = unsafe { bindings::gcma_alloc(area, count as _, 0, true) };
+        if p.is_null() {
+            delay::msleep(1);
+            continue;
+        }
+        // The top of the range, where DMEM's pages are.
+        for i in count.saturating_sub(64)..count {
+            // SAFETY: page `i` of the range just allocated to this worker.
+            let page = unsafe { PageRef::from_raw(p.add(i)) };
+            let mut w = [0u8; 8];
+            page.read_into(0, &mut w)?;
+            let mut last = [0u8; 8];
+            page.read_into(PAGE_SIZE - 8, &mut last)?;
+            if w != [0; 8] || last != [0; 8] {
+                s.failures.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        s.claims.fetch_add(1, Ordering::Relaxed);
+        delay::msleep(1);
+        // SAFETY: the range allocated above.
+        if !unsafe { bindings::gcma_release(area, p, count as _) } {
+            s.failures.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    Ok(())
+}
+
+/// Loads, stores and contiguous allocations on the same pages from several
+/// workers at once: every load that hits returns a whole stored version of
+/// its key, every allocation gets zeroed pages.
+fn dmem_concurrent() -> Result {
+    const COPIERS: usize = 3;
+    let d = &instances()?.file;
+    let s = Arc::new(
+        Shared {
+            gen: AtomicU64::new(0),
+            failures: AtomicUsize::new(0),
+            hits: AtomicUsize::new(0),
+            claims: AtomicUsize::new(0),
+            done: AtomicUsize::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    let started = spawn_workers(COPIERS + 1, |i| {
+        let s = s.clone();
+        move || {
+            let r = if i == COPIERS {
+                allocator(&s, 0xa110c)
+            } else {
+                copier(&s, 0xc0b1_0000 + i as u64)
+            };
+            if r.is_err() {
+                s.failures.fetch_add(1, Ordering::Relaxed);
+            }
+            s.done.fetch_add(1, Ordering::AcqRel);
+        }
+    });
+    kunit_expect_eq!(started, COPIERS + 1);
+    while s.done.load(Ordering::Acquire) < started {
+        delay::msleep(5);
+    }
+    kunit_expect_eq!(s.failures.load(Ordering::Relaxed), 0);
+    kunit_expect!(s.hits.load(Ordering::Relaxed) > 0);
+    kunit_expect!(s.claims.load(Ordering::Relaxed) > 0);
+    kunit_expect!(d.dmem.stats().discards > 0);
+    d.dmem.clear();
+    kunit_expect_eq!(d.dmem.check_quiescent(), Ok(0));
+    Ok(())
+}
+
+/// The counters of the swap client, read as sysfs reads them.
+fn swap_stats() -> Result<bindings::gcma_dmem_stats> {
+    let mut st = bindings::gcma_dmem_stats::default();
+    // SAFETY: `st` is writable.
+    let r = unsafe {
+        crate::dmem_client::gcma_dmem_rs_stats(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, &mut st)
+    };
+    to_result(r)?;
+    Ok(st)
+}
+
+/// Every counter moves as the operations imply; the switch refuses stores
+/// while off and drops the pages.
+fn dmem_counters() -> Result {
+    let d = instances()?;
+    let sw = &d.swap;
+    let skey = |o: u64| SwapKey {
+        swap_type: 3,
+        offset: o,
+    };
+    let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let mut dst = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    fill(src.page_mut(0).ok_or(EINVAL)?, 5, 5)?;
+    let s0 = swap_stats()?;
+    for o in 0..3 {
+        kunit_expect_eq!(
+            sw.store(&skey(o), src.page(0).ok_or(EINVAL)?),
+            Some(StoreOutcome::Stored)
+        );
+    }
+    let s1 = swap_stats()?;
+    kunit_expect_eq!(s1.stores - s0.stores, 3);
+    kunit_expect_eq!(s1.stored_pages, s0.stored_pages + 3);
+    // Swap loads are exclusive: the second load of a key misses.
+    kunit_expect!(sw.load(&skey(0), dst.page_mut(0).ok_or(EINVAL)?));
+    kunit_expect!(holds(dst.page(0).ok_or(EINVAL)?, 5, 5));
+    kunit_expect!(!sw.load(&skey(0), dst.page_mut(0).ok_or(EINVAL)?));
+    kunit_expect!(!sw.load(&skey(77), dst.page_mut(0).ok_or(EINVAL)?));
+    kunit_expect!(sw.invalidate(&skey(1)));
+    let h = sw.dmem.handle_of(&skey(2)).ok_or(EINVAL)?;
+    let (p, _, count) = claim(h.page)?;
+    unclaim(p, count)?;
+    let s2 = swap_stats()?;
+    kunit_expect_eq!(s2.loads - s1.loads, 1);
+    kunit_expect_eq!(s2.misses - s1.misses, 2);
+    kunit_expect_eq!(s2.invalidations - s1.invalidations, 1);
+    kunit_expect_eq!(s2.discards - s1.discards, 1);
+    kunit_expect_eq!(s2.stored_pages, s0.stored_pages);
+
+    // Off: stores refused, entries dropped; on again.
+    kunit_expect_eq!(
+        sw.store(&skey(9), src.page(0).ok_or(EINVAL)?),
+        Some(StoreOutcome::Stored)
+    );
+    sw.set_enabled(false);
+    kunit_expect_eq!(swap_stats()?.stored_pages, 0);
+    kunit_expect_eq!(sw.store(&skey(9), src.page(0).ok_or(EINVAL)?), None);
+    kunit_expect!(!sw.load(&skey(9), dst.page_mut(0).ok_or(EINVAL)?));
+    kunit_expect_eq!(swap_stats()?.refused_disabled - s2.refused_disabled, 1);
+    sw.set_enabled(true);
+    kunit_expect_eq!(
+        crate::dmem_client::gcma_dmem_rs_enabled(bindings::gcma_dmem_client_GCMA_DMEM_SWAP),
+        1
+    );
+
+    // Fill every page of every area, then evict.
+    let total = d.areas.nr_pages();
+    let mut o = 100;
+    while swap_stats()?.evictions == s2.evictions && o < total as u64 + 200 {
+        let _ = sw.store(&skey(o), src.page(0).ok_or(EINVAL)?);
+        o += 1;
+    }
+    let s3 = swap_stats()?;
+    kunit_expect!(
+        s3.evictions > s2.evictions,
+        "no eviction after {} stores",
+        o - 100
+    );
+    kunit_expect_eq!(s3.stored_pages as usize, total);
+    kunit_expect_eq!(s3.refused_nospace, s0.refused_nospace);
+    sw.dmem.clear();
+    kunit_expect_eq!(sw.dmem.check_quiescent(), Ok(0));
+    Ok(())
+}
+
+kernel::kunit_suite! {
+    name: "gcma_dmem",
+    cases: [dmem_matches_model, dmem_concurrent, dmem_counters],
+}
