@@ -289,8 +289,8 @@ fn copier(s: &Shared, seed: u64) -> Result {
 }
 
 /// A worker taking most of the first area by contiguous allocations, which
-/// discard the lent pages; the pages it gets must be zeroed
-/// (init_on_alloc=1), i.e. no copy into them outlived the discard.
+/// discard the lent pages; the pages it gets, asked zeroed, must read as
+/// zeros, i.e. no copy into them outlived the discard.
 fn allocator(s: &Shared, seed: u64) -> Result {
     let (area, base, nr) = first_area()?;
     let mut rng = Rng::new(seed);
@@ -306,8 +306,11 @@ fn allocator(s: &Shared, seed: u64) -> Result {
     unsafe { bindings::gcma_release(area, p, 1) };
     for _ in 0..40 {
         let count = nr - low - 1 - rng.below(64);
-        // SAFETY: a reserved area; no_warn, as the area may be short.
-        let p = unsafe { bindings::gcma_alloc(area, count as _, 0, true) };
+        // Zeroed whatever the boot's init_on_alloc: a store that wrote
+        // into a page after its discard would show after the zeroing.
+        let gfp = bindings::GFP_KERNEL | bindings::__GFP_ZERO | bindings::__GFP_NOWARN;
+        // SAFETY: a reserved area; no warning, as the area may be short.
+        let p = unsafe { bindings::gcma_alloc_gfp(area, count as _, 0, gfp) };
         if p.is_null() {
             delay::msleep(1);
             continue;
