@@ -47,23 +47,8 @@
 //! assert_eq!(HITS.load(Ordering::Relaxed), 1);
 //! ```
 
-// The kernel's lints for Rust code (`rust_common_flags` in the top-level
-// Makefile), so the shared modules are held to them here too.
-#![deny(non_ascii_idents, unsafe_op_in_unsafe_fn)]
-#![warn(
-    missing_docs,
-    rust_2018_idioms,
-    unreachable_pub,
-    clippy::all,
-    clippy::ignored_unit_patterns,
-    clippy::mut_mut,
-    clippy::needless_bitwise_bool,
-    clippy::no_mangle_with_rust_abi,
-    clippy::undocumented_unsafe_blocks,
-    clippy::unnecessary_safety_comment,
-    clippy::unnecessary_safety_doc,
-    rustdoc::unescaped_backticks
-)]
+// The kernel's lints for Rust code apply through `[lints] workspace = true`
+// (tools/host/Cargo.toml).
 #![allow(
     clippy::collapsible_if,
     clippy::collapsible_match,

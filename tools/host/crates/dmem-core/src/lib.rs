@@ -13,23 +13,10 @@
 //! `src/loom_model.rs` under `--cfg loom`, run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release -p dmem-core --lib`.
 
-// The kernel's lints for Rust code (`rust_common_flags` in the top-level
-// Makefile), so the shared module is held to them here too.
-#![deny(non_ascii_idents, unsafe_op_in_unsafe_fn, unsafe_code)]
-#![warn(
-    missing_docs,
-    rust_2018_idioms,
-    unreachable_pub,
-    clippy::all,
-    clippy::ignored_unit_patterns,
-    clippy::mut_mut,
-    clippy::needless_bitwise_bool,
-    clippy::no_mangle_with_rust_abi,
-    clippy::undocumented_unsafe_blocks,
-    clippy::unnecessary_safety_comment,
-    clippy::unnecessary_safety_doc,
-    rustdoc::unescaped_backticks
-)]
+// The kernel's lints for Rust code apply through `[lints] workspace = true`
+// (tools/host/Cargo.toml).
+// The store has no unsafe code, and must not grow any.
+#![deny(unsafe_code)]
 
 // Not every consumer of the shared modules uses all of their API.
 #[allow(dead_code)]
