@@ -35,8 +35,8 @@ use kernel::{
     sync::SpinLock,
 };
 
-// Secondary lending has no client yet: parts of the map's interface are
-// used only by the tests until then.
+// Parts of the map's interface (range checks, lent-page iteration) serve
+// only the tests and the host harness.
 #[allow(dead_code)]
 mod area_map;
 mod boot;
