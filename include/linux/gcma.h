@@ -104,11 +104,14 @@ int gcma_register_discard(gcma_discard_fn fn);
 struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
 
 DECLARE_STATIC_KEY_FALSE(gcma_in_service);
+/* Page frame numbers spanned by the areas in service: [lo, hi). */
+extern unsigned long gcma_pfn_lo, gcma_pfn_hi;
 bool __gcma_free_page(struct page *page, unsigned int order);
 
 /**
  * gcma_free_page() - give a freed block of a GCMA area back to GCMA
  * @page: first page of the block, after free_pages_prepare()
+ * @pfn: its page frame number
  * @order: its order
  *
  * Called by the page allocator's free paths: the pages of a GCMA area
@@ -117,11 +120,15 @@ bool __gcma_free_page(struct page *page, unsigned int order);
  *
  * Return: true if GCMA took the block.
  */
-static inline bool gcma_free_page(struct page *page, unsigned int order)
+static inline bool gcma_free_page(struct page *page, unsigned long pfn,
+				  unsigned int order)
 {
-	if (static_branch_unlikely(&gcma_in_service))
-		return __gcma_free_page(page, order);
-	return false;
+	if (!static_branch_unlikely(&gcma_in_service))
+		return false;
+	/* Most pages freed are outside every area: no call for them. */
+	if (pfn < READ_ONCE(gcma_pfn_lo) || pfn >= READ_ONCE(gcma_pfn_hi))
+		return false;
+	return __gcma_free_page(page, order);
 }
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
@@ -187,7 +194,8 @@ int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
 int gcma_dmem_rs_enabled(unsigned int client);
 int gcma_dmem_rs_set_enabled(unsigned int client, bool on);
 #else
-static inline bool gcma_free_page(struct page *page, unsigned int order)
+static inline bool gcma_free_page(struct page *page, unsigned long pfn,
+				  unsigned int order)
 {
 	return false;
 }

@@ -55,6 +55,11 @@ static gcma_discard_fn gcma_discard;
 
 /* On once an area is in service: the page free paths then check pfns. */
 DEFINE_STATIC_KEY_FALSE(gcma_in_service);
+/*
+ * The span of the areas in service, widened before each area is published
+ * (no page of an area can be freed before then: none was allocated).
+ */
+unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
 
 static unsigned long gcma_base_pfn(const struct gcma_area *area)
 {
@@ -96,6 +101,8 @@ void gcma_area_attach(struct gcma_area *area, const void *rs)
 		if (!((pfn - base) % 4096))
 			cond_resched();
 	}
+	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
+	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + gcma_nr_pages(area)));
 	/* The pages are ready before the area can be seen in service. */
 	smp_store_release(&area->rs, rs);
 	static_branch_enable(&gcma_in_service);
