@@ -18,6 +18,7 @@
 #include <linux/list.h>
 #include <linux/spinlock_types.h>
 #include <linux/types.h>
+#include <asm/page.h>
 
 /* Upper bound on "gcma=" areas; more are refused with a boot message. */
 #define GCMA_MAX_AREAS		8
@@ -25,9 +26,12 @@
 /* Buckets of the allocation latency histogram: [2^i, 2^(i+1)) ns. */
 #define GCMA_LAT_BUCKETS	32
 
+struct address_space;
 struct cma;
+struct folio;
 struct kobject;
 struct page;
+struct super_block;
 
 /**
  * struct gcma_area - an area reserved at boot
@@ -152,7 +156,9 @@ struct kobject *gcma_sysfs_dir(void);
  * @refused_nospace: stores refused: no page free nor evictable
  * @refused_discarded: stores refused: page discarded while being filled
  * @refused_superseded: stores refused: entry replaced while being filled
- * @refused_disabled: stores refused: client switched off
+ * @refused_disabled: stores refused: client switched off (while off, the
+ *	hooks are disabled and do not call DMEM at all)
+ * @refused_large: large folios not stored
  */
 struct gcma_dmem_stats {
 	u64 stored_pages;
@@ -168,6 +174,21 @@ struct gcma_dmem_stats {
 	u64 refused_discarded;
 	u64 refused_superseded;
 	u64 refused_disabled;
+	u64 refused_large;
+};
+
+/**
+ * struct gcma_dmem_file_key - the file part of a DMEM file key
+ * @sb: the superblock's device number
+ * @generation: the inode's generation
+ * @ino: the inode number
+ *
+ * The page index completes the key.
+ */
+struct gcma_dmem_file_key {
+	u32 sb;
+	u32 generation;
+	u64 ino;
 };
 
 /* DMEM clients: index of /sys/kernel/mm/gcma/dmem/<client>. */
@@ -177,9 +198,10 @@ enum gcma_dmem_client {
 	GCMA_DMEM_NR_CLIENTS,
 };
 
-/* DMEM glue (mm/gcma_rs/dmem_sysfs.c). */
+/* DMEM glue (mm/gcma_rs/dmem_sysfs.c, dmem_hooks.c). */
 bool gcma_dmem_boot_enabled(unsigned int client);
 void gcma_dmem_sysfs_add(void);
+int gcma_dmem_switch(unsigned int client, bool on);
 
 /* Implemented in Rust (mm/gcma_rs/gcma.rs). */
 int gcma_rs_init(void);
@@ -193,6 +215,117 @@ void gcma_rs_stats(const void *rs, struct gcma_stats *st);
 int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
 int gcma_dmem_rs_enabled(unsigned int client);
 int gcma_dmem_rs_set_enabled(unsigned int client, bool on);
+void gcma_dmem_rs_refused_large(unsigned int client);
+bool gcma_dmem_rs_store_file(const struct gcma_dmem_file_key *key,
+			     unsigned long index, struct page *page);
+bool gcma_dmem_rs_load_file(const struct gcma_dmem_file_key *key,
+			    unsigned long index, struct page *page);
+unsigned long gcma_dmem_rs_invalidate_file(const struct gcma_dmem_file_key *key,
+					   unsigned long first,
+					   unsigned long last);
+unsigned long gcma_dmem_rs_invalidate_sb(u32 sb);
+bool gcma_dmem_rs_store_swap(unsigned int type, unsigned long offset,
+			     struct page *page);
+bool gcma_dmem_rs_load_swap(unsigned int type, unsigned long offset,
+			    struct page *page);
+unsigned long gcma_dmem_rs_invalidate_swap(unsigned int type,
+					   unsigned long offset,
+					   unsigned long nr);
+unsigned long gcma_dmem_rs_invalidate_swap_type(unsigned int type);
+
+/*
+ * DMEM hooks of the swap and page-cache paths (mm/gcma_rs/dmem_hooks.c):
+ * each is a static branch, on while its client is.  None sleeps; all run
+ * in process context.
+ */
+DECLARE_STATIC_KEY_FALSE(gcma_dmem_file_on);
+DECLARE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
+void __gcma_dmem_evict_folio(struct folio *folio, bool reclaimed);
+bool __gcma_dmem_read_folio(struct folio *folio);
+void __gcma_dmem_invalidate_file(struct address_space *mapping,
+				 unsigned long first, unsigned long last);
+void __gcma_dmem_umount(struct super_block *sb);
+void __gcma_dmem_swap_store(struct folio *folio);
+bool __gcma_dmem_swap_load(struct folio *folio);
+void __gcma_dmem_swap_drop_folio(struct folio *folio);
+void __gcma_dmem_swap_free(unsigned int type, unsigned long offset,
+			   unsigned int nr);
+void __gcma_dmem_swapoff(unsigned int type);
+
+/* A locked file folio leaves the page cache (__remove_mapping()). */
+static inline void gcma_dmem_evict_folio(struct folio *folio, bool reclaimed)
+{
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		__gcma_dmem_evict_folio(folio, reclaimed);
+}
+
+/* Before read I/O of a locked folio: true if filled (uptodate, unlocked). */
+static inline bool gcma_dmem_read_folio(struct folio *folio)
+{
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		return __gcma_dmem_read_folio(folio);
+	return false;
+}
+
+/* Truncation, hole punch, eviction: bytes @lstart to @lend (-1: EOF). */
+static inline void gcma_dmem_truncate(struct address_space *mapping,
+				      loff_t lstart, loff_t lend)
+{
+	/* An arithmetic shift keeps lend == -1 all ones: the end of file. */
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		__gcma_dmem_invalidate_file(mapping, lstart >> PAGE_SHIFT,
+					    (unsigned long)(lend >> PAGE_SHIFT));
+}
+
+/* Invalidation of page indices @first to @last (direct-I/O writes). */
+static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
+					      unsigned long first,
+					      unsigned long last)
+{
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		__gcma_dmem_invalidate_file(mapping, first, last);
+}
+
+static inline void gcma_dmem_umount(struct super_block *sb)
+{
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		__gcma_dmem_umount(sb);
+}
+
+/* swap_writepage(): after zswap declined @folio, before the device write. */
+static inline void gcma_dmem_swap_store(struct folio *folio)
+{
+	if (static_branch_unlikely(&gcma_dmem_swap_on))
+		__gcma_dmem_swap_store(folio);
+}
+
+/* swap_read_folio(): after zswap, before the device; true if filled. */
+static inline bool gcma_dmem_swap_load(struct folio *folio)
+{
+	if (static_branch_unlikely(&gcma_dmem_swap_on))
+		return __gcma_dmem_swap_load(folio);
+	return false;
+}
+
+/* zswap took @folio: an older copy of its slots must not survive. */
+static inline void gcma_dmem_swap_drop_folio(struct folio *folio)
+{
+	if (static_branch_unlikely(&gcma_dmem_swap_on))
+		__gcma_dmem_swap_drop_folio(folio);
+}
+
+static inline void gcma_dmem_swap_free(unsigned int type, unsigned long offset,
+				       unsigned int nr)
+{
+	if (static_branch_unlikely(&gcma_dmem_swap_on))
+		__gcma_dmem_swap_free(type, offset, nr);
+}
+
+static inline void gcma_dmem_swapoff(unsigned int type)
+{
+	if (static_branch_unlikely(&gcma_dmem_swap_on))
+		__gcma_dmem_swapoff(type);
+}
 #else
 static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 				  unsigned int order)
@@ -214,6 +347,21 @@ static inline bool gcma_release(struct gcma_area *area,
 {
 	return false;
 }
+
+static inline void gcma_dmem_evict_folio(struct folio *folio, bool reclaimed) { }
+static inline bool gcma_dmem_read_folio(struct folio *folio) { return false; }
+static inline void gcma_dmem_truncate(struct address_space *mapping,
+				      loff_t lstart, loff_t lend) { }
+static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
+					      unsigned long first,
+					      unsigned long last) { }
+static inline void gcma_dmem_umount(struct super_block *sb) { }
+static inline void gcma_dmem_swap_store(struct folio *folio) { }
+static inline bool gcma_dmem_swap_load(struct folio *folio) { return false; }
+static inline void gcma_dmem_swap_drop_folio(struct folio *folio) { }
+static inline void gcma_dmem_swap_free(unsigned int type, unsigned long offset,
+				       unsigned int nr) { }
+static inline void gcma_dmem_swapoff(unsigned int type) { }
 #endif
 
 #endif /* _LINUX_GCMA_H */

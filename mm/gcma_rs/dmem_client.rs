@@ -10,7 +10,7 @@
 //! it off drops its pages.
 
 use crate::{
-    dmem::{Config, Dmem, FileKey, Refusal, StoreOutcome, SwapKey},
+    dmem::{Config, Dmem, FileKey, Refusal, StoreOutcome, SwapKey, SWAP_CLUSTER_SHIFT},
     dmem_kernel::{AreaPages, AreaSpan, AreaSupply, Areas, KConfig},
     Area,
 };
@@ -40,6 +40,8 @@ pub(crate) struct Client<C: Config> {
     enabled: AtomicBool,
     /// Stores refused because the client was off.
     refused_disabled: AtomicUsize,
+    /// Large folios the hooks did not store.
+    refused_large: AtomicUsize,
 }
 
 impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
@@ -65,6 +67,7 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
             dmem,
             enabled: AtomicBool::new(on),
             refused_disabled: AtomicUsize::new(0),
+            refused_large: AtomicUsize::new(0),
         })
     }
 
@@ -94,6 +97,11 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
     pub(crate) fn invalidate(&self, key: &K) -> bool {
         self.dmem.invalidate(key)
     }
+
+    /// Drops the entries of keys in `lo..=hi`; returns how many there were.
+    pub(crate) fn invalidate_range(&self, lo: &K, hi: &K) -> usize {
+        self.dmem.invalidate_range(lo, hi)
+    }
 }
 
 /// What the C glue needs of a client, whatever its key type.
@@ -104,6 +112,8 @@ pub(crate) trait ClientOps: Sync {
     fn set_enabled(&self, on: bool);
     /// The counters.
     fn stats(&self) -> bindings::gcma_dmem_stats;
+    /// Counts a large folio the hooks did not store.
+    fn refused_large(&self);
 }
 
 impl<C: Config> ClientOps for Client<C>
@@ -138,7 +148,12 @@ where
             refused_discarded: c(s.refused_discarded),
             refused_superseded: c(s.refused_superseded),
             refused_disabled: c(self.refused_disabled.load(Ordering::Relaxed)),
+            refused_large: c(self.refused_large.load(Ordering::Relaxed)),
         }
+    }
+
+    fn refused_large(&self) {
+        self.refused_large.fetch_add(1, Ordering::Relaxed);
     }
 }
 
@@ -205,19 +220,13 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
     // vector just taken apart, whose buffer is never freed.
     let spans: &'static [AreaSpan] = unsafe { core::slice::from_raw_parts(ptr, len) };
     let areas = Areas(spans);
+    // Both clients start off; the switch below turns on those that are on
+    // at boot, hooks first.
     let dmems = KBox::new(
         Dmems {
             areas,
-            file: Client::new(
-                areas,
-                false,
-                boot_enabled(bindings::gcma_dmem_client_GCMA_DMEM_FILE),
-            )?,
-            swap: Client::new(
-                areas,
-                true,
-                boot_enabled(bindings::gcma_dmem_client_GCMA_DMEM_SWAP),
-            )?,
+            file: Client::new(areas, false, false)?,
+            swap: Client::new(areas, true, false)?,
         },
         GFP_KERNEL,
     )?;
@@ -225,6 +234,14 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
     // SAFETY: `discard_hook` has the signature of `gcma_discard_fn` and may
     // be called at any time from now on.
     to_result(unsafe { bindings::gcma_register_discard(Some(discard_hook)) })?;
+    for client in [
+        bindings::gcma_dmem_client_GCMA_DMEM_FILE,
+        bindings::gcma_dmem_client_GCMA_DMEM_SWAP,
+    ] {
+        if boot_enabled(client) {
+            switch(client, true)?;
+        }
+    }
     // SAFETY: FFI call; the instances the sysfs files read exist.
     unsafe { bindings::gcma_dmem_sysfs_add() };
     pr_info!(
@@ -235,6 +252,13 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
         if boot_enabled(1) { "on" } else { "off" }
     );
     Ok(())
+}
+
+/// Switches client `client` (`enum gcma_dmem_client`) on or off, with its
+/// hooks, as writing its sysfs `enabled` file does.  May sleep.
+pub(crate) fn switch(client: c_uint, on: bool) -> Result {
+    // SAFETY: FFI call; any client value is checked by the callee.
+    to_result(unsafe { bindings::gcma_dmem_switch(client, on) })
 }
 
 /// The discard hook: a contiguous allocation takes the lent page `pfn` of
@@ -305,4 +329,178 @@ pub(crate) extern "C" fn gcma_dmem_rs_set_enabled(client: c_uint, on: bool) -> c
             0
         }
     }
+}
+
+/// Counts a large folio that the hooks of client `client` did not store.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_dmem_rs_refused_large(client: c_uint) {
+    if let Some(c) = dmems().and_then(|d| d.client(client)) {
+        c.refused_large();
+    }
+}
+
+/// The file key of `(*key, index)`.
+///
+/// # Safety
+///
+/// `key` must be valid for reads.
+unsafe fn file_key(key: *const bindings::gcma_dmem_file_key, index: c_ulong) -> FileKey {
+    // SAFETY: guaranteed by the caller.
+    let k = unsafe { &*key };
+    FileKey {
+        sb: k.sb,
+        ino: k.ino,
+        generation: k.generation,
+        index: index as u64,
+    }
+}
+
+/// Stores a copy of the clean page-cache page `page` under `(*key, index)`;
+/// returns whether it was stored.  Never sleeps.
+///
+/// # Safety
+///
+/// `key` must be valid for reads; `page` must be a locked, uptodate page of
+/// the page cache, valid for the call, whose memory nobody writes during it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_store_file(
+    key: *const bindings::gcma_dmem_file_key,
+    index: c_ulong,
+    page: *mut bindings::page,
+) -> bool {
+    let Some(d) = dmems() else { return false };
+    // SAFETY: guaranteed by the caller.
+    let key = unsafe { file_key(key, index) };
+    // SAFETY: guaranteed by the caller: valid, mappable, not written.
+    let src = unsafe { PageRef::from_raw(page) };
+    matches!(d.file.store(&key, src), Some(StoreOutcome::Stored))
+}
+
+/// Copies the entry of `(*key, index)` into `page`; returns whether there
+/// was one.  Never sleeps.
+///
+/// # Safety
+///
+/// `key` must be valid for reads; `page` must be a locked page of the page
+/// cache, not uptodate, valid for the call, that nobody else accesses
+/// during it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_load_file(
+    key: *const bindings::gcma_dmem_file_key,
+    index: c_ulong,
+    page: *mut bindings::page,
+) -> bool {
+    let Some(d) = dmems() else { return false };
+    // SAFETY: guaranteed by the caller.
+    let key = unsafe { file_key(key, index) };
+    // SAFETY: guaranteed by the caller: valid, mappable, ours alone.
+    let dst = unsafe { PageRef::from_raw_mut(page) };
+    d.file.load(&key, dst)
+}
+
+/// Drops the entries of pages `first..=last` of the file `*key`; returns
+/// how many there were.  Never sleeps.
+///
+/// # Safety
+///
+/// `key` must be valid for reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_invalidate_file(
+    key: *const bindings::gcma_dmem_file_key,
+    first: c_ulong,
+    last: c_ulong,
+) -> c_ulong {
+    let Some(d) = dmems() else { return 0 };
+    // SAFETY: guaranteed by the caller.
+    let (lo, hi) = unsafe { (file_key(key, first), file_key(key, last)) };
+    d.file.invalidate_range(&lo, &hi) as c_ulong
+}
+
+/// Drops every entry of superblock `sb`; returns how many there were.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_dmem_rs_invalidate_sb(sb: u32) -> c_ulong {
+    let Some(d) = dmems() else { return 0 };
+    let (lo, _) = FileKey::file_range(sb, 0, 0);
+    let (_, hi) = FileKey::file_range(sb, u64::MAX, u32::MAX);
+    d.file.invalidate_range(&lo, &hi) as c_ulong
+}
+
+/// Stores a copy of the page `page`, being written to swap slot
+/// `(swap_type, offset)`; returns whether it was stored.  Never sleeps.
+///
+/// # Safety
+///
+/// `page` must be a locked swap-cache page, valid for the call, whose
+/// memory nobody writes during it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_store_swap(
+    swap_type: c_uint,
+    offset: c_ulong,
+    page: *mut bindings::page,
+) -> bool {
+    let Some(d) = dmems() else { return false };
+    let key = SwapKey {
+        swap_type,
+        offset: offset as u64,
+    };
+    // SAFETY: guaranteed by the caller: valid, mappable, not written.
+    let src = unsafe { PageRef::from_raw(page) };
+    matches!(d.swap.store(&key, src), Some(StoreOutcome::Stored))
+}
+
+/// Copies the entry of swap slot `(swap_type, offset)` into `page` and
+/// drops it; returns whether there was one.  Never sleeps.
+///
+/// # Safety
+///
+/// `page` must be a locked page being swapped in, not uptodate, valid for
+/// the call, that nobody else accesses during it.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_load_swap(
+    swap_type: c_uint,
+    offset: c_ulong,
+    page: *mut bindings::page,
+) -> bool {
+    let Some(d) = dmems() else { return false };
+    let key = SwapKey {
+        swap_type,
+        offset: offset as u64,
+    };
+    // SAFETY: guaranteed by the caller: valid, mappable, ours alone.
+    let dst = unsafe { PageRef::from_raw_mut(page) };
+    d.swap.load(&key, dst)
+}
+
+/// Drops the entries of the `nr` swap slots from `(swap_type, offset)`;
+/// returns how many there were.  Visits one bucket per cluster of slots.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_dmem_rs_invalidate_swap(
+    swap_type: c_uint,
+    offset: c_ulong,
+    nr: c_ulong,
+) -> c_ulong {
+    let Some(d) = dmems() else { return 0 };
+    let (mut first, end) = (offset as u64, (offset as u64).saturating_add(nr as u64));
+    let mut dropped = 0;
+    while first < end {
+        // The last slot of `first`'s cluster, or of the range.
+        let cluster_last = first | ((1u64 << SWAP_CLUSTER_SHIFT) - 1);
+        let last = cluster_last.min(end - 1);
+        let key = |offset| SwapKey { swap_type, offset };
+        dropped += if first == last {
+            usize::from(d.swap.invalidate(&key(first)))
+        } else {
+            d.swap.invalidate_range(&key(first), &key(last))
+        };
+        first = last + 1;
+    }
+    dropped as c_ulong
+}
+
+/// Drops every entry of swap type `swap_type`; returns how many there were.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_dmem_rs_invalidate_swap_type(swap_type: c_uint) -> c_ulong {
+    let Some(d) = dmems() else { return 0 };
+    let (lo, hi) = SwapKey::device_range(swap_type);
+    d.swap.invalidate_range(&lo, &hi) as c_ulong
 }

@@ -14,7 +14,6 @@
 #include <linux/gcma.h>
 #include <linux/init.h>
 #include <linux/kobject.h>
-#include <linux/kstrtox.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -26,12 +25,32 @@ static const char *const gcma_dmem_names[GCMA_DMEM_NR_CLIENTS] = {
 
 static bool gcma_dmem_boot_on[GCMA_DMEM_NR_CLIENTS] = { true, true };
 
+/*
+ * The spellings of a switch value, off and on alternating.  Stricter than
+ * kstrtobool(), which looks at the first characters only and would take
+ * "0x1" for off and "yes-" for on.
+ */
+static const char *const gcma_dmem_bool_words[] = {
+	"0", "1", "n", "y", "N", "Y", "no", "yes", "off", "on",
+};
+
+/* Parses a whole switch value (a trailing newline allowed). */
+static int gcma_dmem_parse_bool(const char *s, bool *on)
+{
+	int i = sysfs_match_string(gcma_dmem_bool_words, s);
+
+	if (i < 0)
+		return -EINVAL;
+	*on = i & 1;
+	return 0;
+}
+
 static int __init gcma_dmem_parse(unsigned int client, char *arg)
 {
 	bool on;
 
-	if (!arg || kstrtobool(arg, &on)) {
-		pr_err("gcma.dmem_%s=%s: not a boolean (1/0, y/n, on/off); client stays %s\n",
+	if (!arg || gcma_dmem_parse_bool(arg, &on)) {
+		pr_err("gcma.dmem_%s=%s: not a boolean (1/0, y/n, yes/no, on/off); client stays %s\n",
 		       gcma_dmem_names[client], arg ?: "",
 		       gcma_dmem_boot_on[client] ? "on" : "off");
 		return -EINVAL;
@@ -84,13 +103,13 @@ static ssize_t enabled_store(struct kobject *kobj, struct kobj_attribute *attr,
 	bool on;
 	int ret;
 
-	if (kstrtobool(buf, &on)) {
-		pr_warn_ratelimited("dmem/%s/enabled: \"%.*s\" is not a boolean (1/0, y/n, on/off); unchanged\n",
+	if (gcma_dmem_parse_bool(buf, &on)) {
+		pr_warn_ratelimited("dmem/%s/enabled: \"%.*s\" is not a boolean (1/0, y/n, yes/no, on/off); unchanged\n",
 				    gcma_dmem_names[client],
 				    (int)min_t(size_t, strcspn(buf, "\n"), 16), buf);
 		return -EINVAL;
 	}
-	ret = gcma_dmem_rs_set_enabled(client, on);
+	ret = gcma_dmem_switch(client, on);
 	return ret ? ret : count;
 }
 
@@ -132,6 +151,7 @@ static struct gcma_dmem_stat_attr gcma_dmem_stat_attrs[] = {
 	GCMA_DMEM_STAT(refused_discarded),
 	GCMA_DMEM_STAT(refused_superseded),
 	GCMA_DMEM_STAT(refused_disabled),
+	GCMA_DMEM_STAT(refused_large),
 };
 
 static struct attribute *gcma_dmem_attrs[ARRAY_SIZE(gcma_dmem_stat_attrs) + 2];

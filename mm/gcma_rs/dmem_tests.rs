@@ -6,12 +6,13 @@
 
 use crate::{
     dmem::{FileKey, StoreOutcome, SwapKey},
-    dmem_client::{dmems, ClientOps, Dmems},
+    dmem_client::{self, dmems, switch, ClientOps, Dmems},
 };
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     bindings, delay,
     error::to_result,
+    ffi::c_ulong,
     kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq,
     mm::{buddy::ContigPages, page_ref::PageRef, PAGE_SIZE},
@@ -434,12 +435,12 @@ fn dmem_counters() -> Result {
         sw.store(&skey(9), src.page(0).ok_or(EINVAL)?),
         Some(StoreOutcome::Stored)
     );
-    sw.set_enabled(false);
+    switch(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, false)?;
     kunit_expect_eq!(swap_stats()?.stored_pages, 0);
     kunit_expect_eq!(sw.store(&skey(9), src.page(0).ok_or(EINVAL)?), None);
     kunit_expect!(!sw.load(&skey(9), dst.page_mut(0).ok_or(EINVAL)?));
     kunit_expect_eq!(swap_stats()?.refused_disabled - s2.refused_disabled, 1);
-    sw.set_enabled(true);
+    switch(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, true)?;
     kunit_expect_eq!(
         crate::dmem_client::gcma_dmem_rs_enabled(bindings::gcma_dmem_client_GCMA_DMEM_SWAP),
         1
@@ -465,7 +466,106 @@ fn dmem_counters() -> Result {
     Ok(())
 }
 
+/// The entry points the swap and page-cache hooks call: keys built from
+/// their parts, loads of the right bytes, range invalidations that drop
+/// exactly their range (file ranges, swap ranges across clusters, whole
+/// superblocks and swap devices), and the large-folio counter.
+fn dmem_hook_entry_points() -> Result {
+    let d = instances()?;
+    let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let mut dst = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
+    let dp = dst.page_mut(0).ok_or(EINVAL)?.as_ptr();
+    let fk = |sb: u32, ino: u64| bindings::gcma_dmem_file_key {
+        sb,
+        generation: 7,
+        ino,
+    };
+    // Test-only superblock ids: no mounted file system has device 0xfffff.
+    let (sb, other_sb) = (0xf_ffff_u32, 0xf_fffe_u32);
+    let s0 = d.file.stats();
+
+    // Pages 0..8 of inode 5 and page 0 of inode 6, each page its own bytes.
+    for (ino, index) in Iterator::chain((0..8).map(|i| (5, i)), [(6, 0)]) {
+        fill(src.page_mut(0).ok_or(EINVAL)?, ino, index)?;
+        // SAFETY: `src` is ours, allocated and not written during the call.
+        let stored = unsafe { dmem_client::gcma_dmem_rs_store_file(&fk(sb, ino), index as _, sp) };
+        kunit_expect!(stored, "file store of {}:{} refused", ino, index);
+    }
+    // SAFETY: as above; `other_sb` gets one page of inode 5 too.
+    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_store_file(&fk(other_sb, 5), 3, sp) });
+    // SAFETY: `dst` is ours alone.
+    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), 3, dp) });
+    kunit_expect!(holds(dst.page(0).ok_or(EINVAL)?, 5, 3));
+    // File loads keep the entry: a second load hits.
+    // SAFETY: as above.
+    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), 3, dp) });
+    // A different generation is a different file.
+    let mut stale = fk(sb, 5);
+    stale.generation = 8;
+    // SAFETY: as above.
+    kunit_expect!(!unsafe { dmem_client::gcma_dmem_rs_load_file(&stale, 3, dp) });
+
+    // Pages 2..=4 of inode 5 go; 1, 5 and the other file stay.
+    // SAFETY: the key is valid for reads.
+    let n = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&fk(sb, 5), 2, 4) };
+    kunit_expect_eq!(n, 3);
+    for (index, present) in [(1, true), (2, false), (4, false), (5, true)] {
+        // SAFETY: as above.
+        let hit = unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), index, dp) };
+        kunit_expect!(hit == present, "page {} after invalidating 2..=4", index);
+    }
+    // To the end of the file (ULONG_MAX), from page 5: 5, 6, 7.
+    // SAFETY: as above.
+    let n = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&fk(sb, 5), 5, c_ulong::MAX) };
+    kunit_expect_eq!(n, 3);
+    // Unmount: inode 5 page 0 and 1, inode 6 page 0; not the other sb.
+    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_sb(sb), 3);
+    // SAFETY: as above.
+    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(other_sb, 5), 3, dp) });
+    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_sb(other_sb), 1);
+    let s1 = d.file.stats();
+    kunit_expect_eq!(s1.invalidations - s0.invalidations, 10);
+    kunit_expect_eq!(s1.stored_pages, s0.stored_pages);
+
+    // Swap: type 5, slots 60..70 straddle a cluster boundary (64).
+    let t = 5;
+    for o in 60..70 {
+        fill(src.page_mut(0).ok_or(EINVAL)?, 100, o)?;
+        // SAFETY: `src` is ours, not written during the call.
+        kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_store_swap(t, o as _, sp) });
+    }
+    // SAFETY: `dst` is ours alone.
+    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_load_swap(t, 61, dp) });
+    kunit_expect!(holds(dst.page(0).ok_or(EINVAL)?, 100, 61));
+    // Swap loads drop the entry.
+    // SAFETY: as above.
+    kunit_expect!(!unsafe { dmem_client::gcma_dmem_rs_load_swap(t, 61, dp) });
+    // 62..=66 across the boundary: 5 entries.
+    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_swap(t, 62, 5), 5);
+    for (o, present) in [
+        (60, true),
+        (62, false),
+        (64, false),
+        (66, false),
+        (67, true),
+    ] {
+        // SAFETY: as above.
+        let hit = unsafe { dmem_client::gcma_dmem_rs_load_swap(t, o, dp) };
+        kunit_expect!(hit == present, "slot {} after invalidating 62..=66", o);
+    }
+    // 60 and 67 were loaded (and dropped) above: 63..70 minus them is 68, 69.
+    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_swap_type(t), 2);
+
+    let large = d.swap.stats().refused_large;
+    dmem_client::gcma_dmem_rs_refused_large(bindings::gcma_dmem_client_GCMA_DMEM_SWAP);
+    kunit_expect_eq!(d.swap.stats().refused_large, large + 1);
+    kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
+    kunit_expect_eq!(d.swap.dmem.check_quiescent(), Ok(0));
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "gcma_dmem",
-    cases: [dmem_matches_model, dmem_concurrent, dmem_counters],
+    cases: [dmem_matches_model, dmem_concurrent, dmem_counters, dmem_hook_entry_points],
 }

@@ -27,4 +27,31 @@ echo
 echo "GCMA against CMA, allocate+release latency under memory pressure (gcma_bench):"
 grep -a 'gcma: bench: ' "$logs/gcma_bench.log" | grep -av '^ *CHECK' |
 	sed -E -e 's/^.*gcma: bench: /  /' | awk '!seen[$0]++' || true
+
+# What a reserved area is worth (DMEM): the same file re-read and swapping
+# workloads with a 128 MiB area that sits idle, a CMA area (its pages lent
+# to the buddy allocator as movable memory), and a GCMA area whose DMEM
+# clients are on.  Disk reads come from the block devices' statistics.
+declare -A dmem_cfg=([idle]="gcma=128M gcma.dmem_file=0 gcma.dmem_swap=0"
+		     [cma]="cma=128M" [gcma]="gcma=128M")
+for cfg in idle cma gcma; do
+	python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" --scenario dmem_bench \
+		--append "${dmem_cfg[$cfg]} dmem_bench.config=$cfg" \
+		--log-dir "$logs/dmem-$cfg" || rc=$?
+done
+echo
+echo "What the area is worth: MiB read from disk, same workloads, 128 MiB area (dmem_bench):"
+for cfg in idle cma gcma; do
+	grep -a -h -o 'DMEM-BENCH .*' "$logs/dmem-$cfg/dmem_bench.log" | tail -n 1 || true
+done | awk '
+	function v(line, key,   m) { return match(line, key "=[0-9]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : -1 }
+	function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
+	{ match($0, /config=[a-z]+/); c = substr($0, RSTART + 7, RLENGTH - 7)
+	  fr[c] = v($0, "reread_mib"); sw[c] = v($0, "swap_read_mib"); fm = v($0, "file_mib"); am = v($0, "anon_mib") }
+	END {
+		printf "  %-34s %8s %8s %8s %10s %9s\n", "workload", "idle", "CMA", "GCMA", "GCMA/idle", "GCMA/CMA"
+		printf "  %-34s %8s %8s %8s %10s %9s\n", "file re-read (" fm " MiB, 2 re-reads)", fr["idle"], fr["cma"], fr["gcma"], ratio(fr["gcma"], fr["idle"]), ratio(fr["gcma"], fr["cma"])
+		printf "  %-34s %8s %8s %8s %10s %9s\n", "swapping (" am " MiB anon, 3 passes)", sw["idle"], sw["cma"], sw["gcma"], ratio(sw["gcma"], sw["idle"]), ratio(sw["gcma"], sw["cma"])
+		print "  goal: GCMA/idle <= 0.50 and GCMA/CMA <= 1.10 for both workloads"
+	}'
 exit $rc

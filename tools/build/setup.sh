@@ -22,7 +22,7 @@ PKGS=(
 	clang-16 lld-16 llvm-16 libclang-16-dev
 	make flex bison bc libelf-dev libssl-dev cpio xz-utils rsync kmod
 	python3 perl git ccache
-	qemu-system-x86 busybox-static gcc libc6-dev
+	qemu-system-x86 busybox-static gcc libc6-dev e2fsprogs
 )
 BINDGEN_VERSION=0.70.1
 

@@ -132,6 +132,20 @@ def parse_size_mib(text, what):
     return n * {"": 1, "M": 1, "G": 1024, "T": 1024 * 1024}[unit]
 
 
+DISK_FS = ("ext2", "ext4")
+
+
+def parse_disk(text, what):
+    """'256M' or '256M ext4' -> (MiB, file system to format it with or None)."""
+    parts = str(text).split()
+    if len(parts) == 2 and parts[1] in DISK_FS:
+        return parse_size_mib(parts[0], what), parts[1]
+    if len(parts) != 1:
+        raise UsageError("invalid %s %r (expected SIZE or SIZE %s)"
+                         % (what, text, "|".join(DISK_FS)))
+    return parse_size_mib(parts[0], what), None
+
+
 def parse_int(text, what, lo, hi):
     try:
         v = int(str(text).strip(), 10)
@@ -186,7 +200,7 @@ class Scenario:
             if "mem" in self.meta:
                 parse_size_mib(self.meta["mem"], "mem")
             for d in self.meta["disk"]:
-                parse_size_mib(d, "disk size")
+                parse_disk(d, "disk")
             for r in self.meta["allow-splat"]:
                 re.compile(r)
         except (UsageError, re.error) as e:
@@ -220,7 +234,8 @@ class Config:
         self.mem_mib = parse_size_mib(pick("mem"), "--mem")
         self.timeout = parse_int(pick("timeout"), "--timeout", 1, 24 * 3600)
         disks = args.disk if args.disk else sc.meta["disk"]
-        self.disks_mib = [parse_size_mib(d, "--disk size") for d in disks]
+        self.disks = [parse_disk(d, "--disk") for d in disks]
+        self.disks_mib = [mib for mib, _ in self.disks]
         self.append = list(sc.meta["append"]) + list(args.append or [])
         self.qemu_extra = []
         for q in sc.meta["qemu"]:
@@ -248,7 +263,8 @@ class Config:
         s = "smp=%d numa=%d mem=%dM timeout=%ds" % (
             self.smp, self.numa, self.mem_mib, self.timeout)
         if self.disks_mib:
-            s += " disks=" + ",".join("%dM" % d for d in self.disks_mib)
+            s += " disks=" + ",".join("%dM" % d + (":" + fs if fs else "")
+                                      for d, fs in self.disks)
         if self.append:
             s += " append=%r" % " ".join(self.append)
         return s
@@ -525,10 +541,14 @@ def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run):
     out = Outcome(sc.name)
     with tempfile.TemporaryDirectory(prefix="scenario-disks.") as tmp:
         disk_paths = []
-        for i, mib in enumerate(cfg.disks_mib):
+        for i, (mib, fs) in enumerate(cfg.disks):
             p = Path(tmp) / ("disk%d.raw" % i)
             with open(p, "wb") as f:
                 f.truncate(mib * 1024 * 1024)
+            if fs:
+                # Formatted on the host: the guest's busybox has no mkfs.ext4.
+                subprocess.run([shutil.which("mke2fs") or "/sbin/mke2fs", "-q", "-F", "-t", fs, str(p)], check=True,
+                               stdout=subprocess.DEVNULL)
             disk_paths.append(p)
         proto_path = Path(tmp) / "scenario.out"
         cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path)
@@ -712,8 +732,8 @@ def parse_args(argv):
                     % DEFAULTS["mem"])
     ap.add_argument("--append", metavar="ARGS", action="append",
                     help="extra kernel command line (after the scenario's)")
-    ap.add_argument("--disk", metavar="SIZE", action="append",
-                    help="add a virtio-blk scratch disk (repeatable; replaces "
+    ap.add_argument("--disk", metavar="SIZE[ FS]", action="append",
+                    help="add a virtio-blk scratch disk, formatted on the host if FS (ext2, ext4) is given (repeatable; replaces "
                          "the scenario's '# disk:' list)")
     ap.add_argument("--timeout", metavar="SECONDS",
                     help="per-boot timeout (default %d)" % DEFAULTS["timeout"])

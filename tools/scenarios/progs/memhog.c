@@ -2,7 +2,7 @@
 /*
  * memhog - put the guest under memory pressure and verify data integrity.
  *
- *   memhog [-a ANON_MIB] [-c CACHE_MIB] [-t SECONDS] [-f FILE] [-D] [-w] [-k] [-v]
+ *   memhog [-a ANON_MIB] [-c CACHE_MIB] [-t SECONDS | -n PASSES] [-f FILE] [-D] [-w] [-k] [-v]
  *
  * -a N   mmap N MiB of anonymous memory and fill every page with a pattern.
  *        Every further pass verifies the previous pattern and writes a new
@@ -10,6 +10,7 @@
  * -c M   page cache churn: write a file of M MiB (then fsync), and in every
  *        pass read it back and verify it.
  * -t S   keep making passes for S seconds (default 0: a single pass).
+ * -n N   make exactly N passes (a fixed amount of work, e.g. to count I/O).
  * -f P   file for -c (default /tmp/memhog.dat; use a disk-backed filesystem
  *        to exercise reclaim of clean page cache).
  * -D     write 1 to /proc/sys/vm/drop_caches before each read pass.
@@ -51,10 +52,11 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memhog [-a ANON_MIB] [-c CACHE_MIB] [-t SECONDS] [-f FILE] [-D] [-w] [-k] [-v]\n"
+		"usage: memhog [-a ANON_MIB] [-c CACHE_MIB] [-t SECONDS | -n PASSES] [-f FILE] [-D] [-w] [-k] [-v]\n"
 		"  -a N  allocate, touch and verify N MiB of anonymous memory\n"
 		"  -c M  write a file of M MiB and re-read/verify it every pass\n"
 		"  -t S  repeat passes for S seconds (default 0: one pass)\n"
+		"  -n N  make exactly N passes\n"
 		"  -f P  file for -c (default /tmp/memhog.dat)\n"
 		"  -D    drop caches before each read pass\n"
 		"  -w    rewrite the file with a new pattern every pass\n"
@@ -208,7 +210,7 @@ static void drop_caches(void)
 
 int main(int argc, char **argv)
 {
-	unsigned long anon_mib = 0, cache_mib = 0, seconds = 0;
+	unsigned long anon_mib = 0, cache_mib = 0, seconds = 0, npasses = 0;
 	const char *path = "/tmp/memhog.dat";
 	int drop = 0, rewrite = 0, keep = 0, opt, fd = -1, ret = 0;
 	unsigned long anon_bad = 0, passes = 0;
@@ -219,7 +221,7 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	double start, end;
 
-	while ((opt = getopt(argc, argv, "a:c:t:f:Dwkvh")) != -1) {
+	while ((opt = getopt(argc, argv, "a:c:t:n:f:Dwkvh")) != -1) {
 		switch (opt) {
 		case 'a':
 			if (parse_ulong(optarg, "anonymous MiB (-a)", MAX_MIB, &anon_mib))
@@ -232,6 +234,14 @@ int main(int argc, char **argv)
 		case 't':
 			if (parse_ulong(optarg, "seconds (-t)", MAX_SECONDS, &seconds))
 				return 2;
+			break;
+		case 'n':
+			if (parse_ulong(optarg, "passes (-n)", 1UL << 20, &npasses))
+				return 2;
+			if (!npasses) {
+				fprintf(stderr, "memhog: -n needs at least one pass\n");
+				return 2;
+			}
 			break;
 		case 'f':
 			if (!*optarg) {
@@ -263,6 +273,10 @@ int main(int argc, char **argv)
 	if (optind != argc) {
 		fprintf(stderr, "memhog: unexpected argument '%s'\n", argv[optind]);
 		usage(stderr);
+		return 2;
+	}
+	if (seconds && npasses) {
+		fprintf(stderr, "memhog: -t and -n exclude each other\n");
 		return 2;
 	}
 	if (!anon_mib && !cache_mib) {
@@ -345,7 +359,7 @@ int main(int argc, char **argv)
 		if (verbose)
 			printf("memhog: pass %lu done at %.1fs (anon errors %lu, file errors %ld)\n",
 			       passes, now() - start, anon_bad, file_bad);
-	} while (!stop && now() < end);
+	} while (!stop && (npasses ? passes < npasses : now() < end));
 
 	/* Verify the last anonymous generation once more. */
 	if (mem && !ret)

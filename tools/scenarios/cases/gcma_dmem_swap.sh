@@ -1,0 +1,59 @@
+# shellcheck shell=dash
+# description: DMEM's swap client: a memory-limited cgroup swaps to a non-rotational disk, pages come back from GCMA, every byte verified
+# append: gcma=64M
+# mem: 1G
+# disk: 256M
+# timeout: 900
+
+S=/sys/kernel/mm/gcma/dmem/swap
+G=/sys/kernel/mm/gcma/gcma0
+CG=/sys/fs/cgroup
+
+check client_on expect_eq "$(cat $S/enabled)" 1
+
+# A non-rotational swap disk: the kernel then takes its SSD (cluster) paths.
+echo 0 > /sys/block/vda/queue/rotational
+mkswap /dev/vda >/dev/null
+check swapon swapon /dev/vda
+check solid_state expect_dmesg 'Adding [0-9]+k swap on /dev/vda\..* SS'
+
+mkdir -p $CG && mount -t cgroup2 none $CG
+echo +memory > $CG/cgroup.subtree_control
+mkdir -p $CG/anon
+echo 40M > $CG/anon/memory.max
+in_cgroup() {
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
+}
+
+# 96 MiB of patterned anonymous memory in 40 MiB: each pass verifies every
+# word of the previous pass, most of which was swapped out.
+check every_byte in_cgroup $CG/anon memhog -a 96 -t 20 -v
+check swapped_out expect_gt "$(read_counter /proc/vmstat pswpout)" 0
+check stored expect_gt "$(read_counter $S/stores)" 0
+check hits expect_gt "$(read_counter $S/loads)" 0
+check lent_to_dmem expect_gt "$(read_counter $G/secondary_lent_pages)" 0
+log "swap client: $(for c in stored_pages stores loads misses invalidations evictions refused_nomem refused_nospace refused_large; do printf '%s=%s ' $c "$(read_counter $S/$c)"; done)"
+log "vmstat: pswpin=$(read_counter /proc/vmstat pswpin) pswpout=$(read_counter /proc/vmstat pswpout)"
+
+# memhog has exited: its slots were freed, and their entries with them,
+# except slots still parked in the per-CPU swap slot caches (64 each).
+check freed_slots_dropped expect_le "$(read_counter $S/stored_pages)" $((64 * $(cmdline_arg scenario.smp 2)))
+
+# Swapoff reads back what a live process has swapped out (from DMEM where
+# it can) and drops whatever the device still had.
+in_cgroup $CG/anon memhog -a 64 -t 8 >/tmp/hog2.out 2>&1 &
+pid=$!
+sleep 4
+echo max > $CG/anon/memory.max
+loads=$(read_counter $S/loads)
+check swapoff swapoff /dev/vda
+check swapoff_hits expect_gt "$(read_counter $S/loads)" "$loads"
+check swapoff_drops expect_eq "$(read_counter $S/stored_pages)" 0
+check second_hog_bytes wait $pid
+
+# Malformed values are refused with a message and change nothing.
+for v in 2 on- "" -1; do
+	check "bad_enabled_$(echo "$v" | tr -c 'a-z0-9\n' _)" not sh -c "echo '$v' > $S/enabled"
+done
+check bad_unchanged expect_eq "$(cat $S/enabled)" 1
+check no_splat no_splat
