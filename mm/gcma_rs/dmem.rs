@@ -95,7 +95,8 @@
 //!   discarder marks the slot under the page lock, then polls the count
 //!   under the page lock, calling [`Platform::relax`] between polls; when it
 //!   sees zero, every copy has left the page, and the lock orders those
-//!   copies before everything the new owner does.
+//!   copies before everything the new owner does.  (A count already zero
+//!   when the slot is marked frees it in that same section.)
 //! * **A load never returns the new owner's bytes.**  A load finds the slot
 //!   [`State::Ready`] and raises the count under the page lock before it
 //!   copies; after copying it looks again, and reports a miss if the slot
@@ -1040,48 +1041,54 @@ impl<C: Config> Dmem<C> {
     /// May sleep (through [`Platform::relax`]) while copies drain; must be
     /// called with no lock of this instance held.
     pub(crate) fn discard(&self, page: usize) -> bool {
-        // `Some((first, stale index entry))` if the store holds the page;
-        // `first` is false for a page a concurrent discard already marked.
+        // `Some((first, stale index entry, done))` if the store holds the
+        // page; `first` is false for a page a concurrent discard already
+        // marked; `done` if no copy was in flight, so the page is free
+        // already (the common case: one page-lock section).
         let marked = self.pages.with(|t| {
             let s = t.slots.get_mut(page)?;
             let h = Handle { page, seq: s.seq };
-            match s.state {
-                State::Free => None,
-                State::Discarded => Some((false, None)),
-                State::Dead => {
-                    s.state = State::Discarded;
-                    Some((true, None))
-                }
-                State::Filling | State::Ready => {
-                    s.state = State::Discarded;
-                    let key = s.key.take();
-                    t.unlink(page);
-                    t.bound -= 1;
-                    Some((true, key.map(|k| (k, h))))
-                }
+            let (first, stale) = match s.state {
+                State::Free => return None,
+                State::Discarded => return Some((false, None, false)),
+                State::Dead => (true, None),
+                State::Filling | State::Ready => (true, s.key.take().map(|k| (k, h))),
+            };
+            let was_bound = s.state != State::Dead;
+            let done = s.copiers == 0;
+            s.state = if done { State::Free } else { State::Discarded };
+            if was_bound {
+                t.unlink(page);
+                t.bound -= 1;
             }
+            if done {
+                t.held -= 1;
+            }
+            Some((first, stale, done))
         });
-        let Some((first, stale)) = marked else {
+        let Some((first, stale, done)) = marked else {
             return false;
         };
         if first {
             Counters::add(&self.counters.discards, 1);
         }
-        while !self.pages.with(|t| {
-            let Some(s) = t.slots.get_mut(page) else {
-                return true;
-            };
-            if s.state != State::Discarded {
-                // Freed by a concurrent discard of the same page.
-                return true;
-            }
-            if s.copiers != 0 {
-                return false;
-            }
-            s.state = State::Free;
-            t.held -= 1;
-            true
-        }) {
+        while !done
+            && !self.pages.with(|t| {
+                let Some(s) = t.slots.get_mut(page) else {
+                    return true;
+                };
+                if s.state != State::Discarded {
+                    // Freed by a concurrent discard of the same page.
+                    return true;
+                }
+                if s.copiers != 0 {
+                    return false;
+                }
+                s.state = State::Free;
+                t.held -= 1;
+                true
+            })
+        {
             C::Platform::relax();
         }
         if let Some((key, h)) = stale {

@@ -275,12 +275,15 @@ unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong) 
     let Some(page) = d.areas.index_of(area, pfn) else {
         return;
     };
+    let t = crate::profile::start();
     if d.file.dmem.discard(page) || d.swap.dmem.discard(page) {
+        let t = crate::profile::end(crate::profile::Phase::DmemDiscard, t);
         // SAFETY: the page was lent by the supply (allocation steps done)
         // and no copy is in flight any more.
         if !unsafe { bindings::gcma_unlend_page(pfn) } {
             pr_err!("dmem: discarded page at pfn {:#x} in a bad state\n", pfn);
         }
+        crate::profile::end(crate::profile::Phase::Unlend, t);
     }
 }
 

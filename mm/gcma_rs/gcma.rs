@@ -59,6 +59,95 @@ mod tests;
 #[path = "../../samples/rust/rust_gcma_bench.rs"]
 mod bench;
 
+/// Phase timing of the allocation path, for the benchmark's profile pass.
+///
+/// The benchmark (`samples/rust/rust_gcma_bench.rs`) switches it on for
+/// its profile pass only; otherwise every probe is one relaxed load, and
+/// without the benchmark none is compiled at all.  Time is summed per
+/// phase over all allocations and discards while on.
+pub(crate) mod profile {
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    /// The phases timed.
+    #[derive(Clone, Copy)]
+    pub(crate) enum Phase {
+        /// Map search and claim, under the map lock (all lock rounds).
+        Search,
+        /// Finding the next lent page of the claimed range (map lock).
+        NextLent,
+        /// One call of the discard hook, as the allocator sees it.
+        Hook,
+        /// The DMEM instances dropping a page (inside the hook).
+        DmemDiscard,
+        /// The page allocator's free steps on it (inside the hook).
+        Unlend,
+        /// Clearing the lent bits of the claimed range (map lock).
+        Finish,
+    }
+
+    /// Number of [`Phase`]s.
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    pub(crate) const PHASES: usize = 6;
+
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    static ON: AtomicBool = AtomicBool::new(false);
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    static NS: [AtomicU64; PHASES] = [const { AtomicU64::new(0) }; PHASES];
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    static CALLS: [AtomicU64; PHASES] = [const { AtomicU64::new(0) }; PHASES];
+
+    /// A start time, if profiling is on.
+    #[inline]
+    pub(crate) fn start() -> Option<u64> {
+        #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+        if ON.load(Ordering::Relaxed) {
+            return Some(crate::bench::now_ns());
+        }
+        None
+    }
+
+    /// Adds the time since `t0` (from [`start`] or a previous `end`) to
+    /// `phase` and returns the current time, so phases can be chained.
+    #[inline]
+    pub(crate) fn end(phase: Phase, t0: Option<u64>) -> Option<u64> {
+        #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+        if let Some(t0) = t0 {
+            let t = crate::bench::now_ns();
+            NS[phase as usize].fetch_add(t.saturating_sub(t0), Ordering::Relaxed);
+            CALLS[phase as usize].fetch_add(1, Ordering::Relaxed);
+            return Some(t);
+        }
+        let _ = (phase, t0);
+        None
+    }
+
+    /// Switches profiling on or off.
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    pub(crate) fn set(on: bool) {
+        ON.store(on, Ordering::Relaxed);
+    }
+
+    /// Clears the sums.
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    pub(crate) fn reset() {
+        for c in NS.iter().chain(CALLS.iter()) {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The sums: nanoseconds and probe count of each phase.
+    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    pub(crate) fn sums() -> [(u64, u64); PHASES] {
+        core::array::from_fn(|i| {
+            (
+                NS[i].load(Ordering::Relaxed),
+                CALLS[i].load(Ordering::Relaxed),
+            )
+        })
+    }
+}
+
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"gcma\0";
 
@@ -70,6 +159,12 @@ type Map = area_map::AreaMap<KVec<usize>>;
 /// bounds the time the lock is held (with preemption off) to a few
 /// microseconds however fragmented the area is.
 const TRIES_PER_LOCK: usize = 32;
+
+/// Lent pages a discard looks up per round of the map lock.  The lent
+/// bits of a claimed range only ever get cleared meanwhile (a secondary
+/// client giving a page back), and the hook handles a page that is no
+/// longer lent, so looking several up at once is as safe as one by one.
+const DISCARD_BATCH: usize = 64;
 
 /// Times an allocation that found no room starts its search again from
 /// the first page, when pages it had passed were freed while it did not
@@ -120,6 +215,7 @@ impl Area {
     /// outside the lock, as the `area_map` protocol requires, before the
     /// range is returned.
     fn alloc(&self, count: usize, align: u32) -> Result<usize> {
+        let t0 = profile::start();
         let (mut from, mut restarts) = (0, 0);
         let mut generation = self.map.lock().generation();
         let out = loop {
@@ -146,6 +242,7 @@ impl Area {
                 }
             }
         };
+        profile::end(profile::Phase::Search, t0);
         if out.lent > 0 {
             self.discard(out.start, out.count);
         }
@@ -158,17 +255,37 @@ impl Area {
     fn discard(&self, start: usize, count: usize) {
         let end = start + count;
         let mut from = start;
+        let mut t = profile::start();
+        let mut batch = [0usize; DISCARD_BATCH];
         loop {
-            // The lock is held only to find the next page.
-            let next = self.map.lock().next_lent(from, end);
-            let Some(page) = next else { break };
-            // SAFETY: `c` is the static descriptor of this area; the hook
-            // is called without any GCMA lock held, as documented.
-            unsafe { bindings::gcma_call_discard(self.c, self.base_pfn + page) };
-            from = page + 1;
+            // The lock is held only to find the next lent pages.
+            let n = {
+                let map = self.map.lock();
+                let mut n = 0;
+                while let Some(slot) = batch.get_mut(n) {
+                    let Some(page) = map.next_lent(from, end) else {
+                        break;
+                    };
+                    *slot = page;
+                    from = page + 1;
+                    n += 1;
+                }
+                n
+            };
+            t = profile::end(profile::Phase::NextLent, t);
+            if n == 0 {
+                break;
+            }
+            for &page in &batch[..n] {
+                // SAFETY: `c` is the static descriptor of this area; the
+                // hook is called without any GCMA lock held, as documented.
+                unsafe { bindings::gcma_call_discard(self.c, self.base_pfn + page) };
+                t = profile::end(profile::Phase::Hook, t);
+            }
         }
         // The range is primary-owned, so this cannot fail.
         let dropped = self.map.lock().finish_discard(start, count).unwrap_or(0);
+        profile::end(profile::Phase::Finish, t);
         self.discarded.fetch_add(dropped, Ordering::Relaxed);
     }
 
@@ -185,6 +302,20 @@ impl Area {
     /// if any page of it is not allocated.
     fn free(&self, start: usize, count: usize) -> Result {
         self.map.lock().release_primary(start, count)
+    }
+
+    /// Pages of the area: in all, owned by primary clients, and lent to
+    /// secondary clients (a snapshot).
+    pub(crate) fn page_counts(&self) -> (usize, usize, usize) {
+        let map = self.map.lock();
+        (map.nr_pages(), map.primary_used(), map.secondary_lent())
+    }
+
+    /// The area's name, `gcma<N>`.
+    pub(crate) fn name(&self) -> &'static CStr {
+        // SAFETY: `c` is the static descriptor of the area, whose `name`
+        // `reserve.c` NUL-terminated at boot and never changes.
+        unsafe { CStr::from_char_ptr((*self.c).name.as_ptr()) }
     }
 }
 

@@ -54,14 +54,14 @@ check latency_histogram expect_eq "$(awk '!/^#/ { n += $2 } END { print n + 0 }'
 
 # An in-kernel caller: the benchmark's cma_alloc()/cma_release() pairs on
 # both areas, twice for each size that fits (64 to 8192 pages: 8 sizes),
-# in each of its two passes.
+# in each of its two passes and in its profile pass (GCMA only).
 if [ -e /sys/kernel/debug/gcma_bench ]; then
 	before=$(read_counter $G/alloc_success)
 	echo 2 > /sys/kernel/debug/gcma_bench
 	check bench_gcma_never_fails expect_dmesg 'gcma: bench: done: [0-9]+ CMA and 0 GCMA allocations failed'
-	check bench_allocations expect_eq "$(read_counter $G/alloc_success)" $((before + 32))
+	check bench_allocations expect_eq "$(read_counter $G/alloc_success)" $((before + 48))
 	check bench_released expect_eq "$(read_counter $G/primary_used_pages)" 0
-	check bench_cma_sysfs expect_eq "$(read_counter /sys/kernel/mm/cma/gcma0/alloc_pages_success)" $((612 + 8192 + 4 * 16320))
+	check bench_cma_sysfs expect_eq "$(read_counter /sys/kernel/mm/cma/gcma0/alloc_pages_success)" $((612 + 8192 + 6 * 16320))
 else
 	log "no /sys/kernel/debug/gcma_bench (CONFIG_SAMPLE_RUST_GCMA_BENCH=n): in-kernel caller not run"
 fi
