@@ -30,16 +30,23 @@ for fs in ext2 ext4; do
 	loads=$(read_counter $F/loads)
 	stores=$(read_counter $F/stores)
 	inval=$(read_counter $F/invalidations)
-	# Two files (16 and 8 MiB): written, evicted, re-read; then truncated,
+	# Two files (8 and 4 MiB): written, evicted, re-read; then truncated,
 	# rewritten, punched, overwritten with O_DIRECT, dropped, recreated,
 	# with pages evicted and with pages cached; every byte verified.
-	check ${fs}_every_byte in_cgroup $CG/files pagecache -c $CG/files /mnt/$fs 16
+	check ${fs}_every_byte in_cgroup $CG/files pagecache -c $CG/files /mnt/$fs 8
 	check ${fs}_stored expect_gt "$(read_counter $F/stores)" "$stores"
 	check ${fs}_hits expect_gt "$(read_counter $F/loads)" "$loads"
 	check ${fs}_invalidated expect_gt "$(read_counter $F/invalidations)" "$inval"
 done
 log "file client: $(for c in stored_pages stores loads misses invalidations evictions refused_nomem refused_nospace refused_large; do printf '%s=%s ' $c "$(read_counter $F/$c)"; done)"
-check lent_to_dmem expect_gt "$(read_counter $G/secondary_lent_pages)" 0
+
+# A file kept on each file system, evicted: its pages are held in the area.
+for fs in ext2 ext4; do
+	in_cgroup $CG/files dd if=/dev/urandom of=/mnt/$fs/kept bs=1M count=4 conv=fsync 2>/dev/null
+done
+echo 1G > $CG/files/memory.reclaim 2>/dev/null
+check kept_stored expect_ge "$(read_counter $F/stored_pages)" 1024
+check lent_to_dmem expect_ge "$(read_counter $G/secondary_lent_pages)" 1024
 
 # Unmount drops every entry of the superblock; nothing is left.
 umount /mnt/ext2

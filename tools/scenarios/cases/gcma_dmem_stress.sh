@@ -20,7 +20,7 @@ check mounted mount -t ext4 /dev/vda /mnt/ext4
 mkdir -p $CG && mount -t cgroup2 none $CG
 echo +memory > $CG/cgroup.subtree_control
 mkdir -p $CG/files $CG/anon
-echo 40M > $CG/anon/memory.max
+echo 32M > $CG/anon/memory.max
 in_cgroup() {
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
 }
@@ -45,9 +45,9 @@ cma_loop() {
 discarded=$(read_counter $G/discarded_pages)
 cma_loop &
 loop=$!
-in_cgroup $CG/anon memhog -a 96 -t 30 > /tmp/hog.out 2>&1 &
+in_cgroup $CG/anon memhog -a 48 -n 2 > /tmp/hog.out 2>&1 &
 hog=$!
-check every_file_byte in_cgroup $CG/files pagecache -c $CG/files -r 2 /mnt/ext4 16
+check every_file_byte in_cgroup $CG/files pagecache -c $CG/files /mnt/ext4 8
 check every_anon_byte wait $hog
 touch /tmp/stop
 wait $loop

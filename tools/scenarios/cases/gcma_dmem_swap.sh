@@ -20,14 +20,14 @@ check solid_state expect_dmesg 'Adding [0-9]+k swap on /dev/vda\..* SS'
 mkdir -p $CG && mount -t cgroup2 none $CG
 echo +memory > $CG/cgroup.subtree_control
 mkdir -p $CG/anon
-echo 40M > $CG/anon/memory.max
+echo 32M > $CG/anon/memory.max
 in_cgroup() {
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
 }
 
-# 96 MiB of patterned anonymous memory in 40 MiB: each pass verifies every
+# 64 MiB of patterned anonymous memory in 32 MiB: each pass verifies every
 # word of the previous pass, most of which was swapped out.
-check every_byte in_cgroup $CG/anon memhog -a 96 -t 20 -v
+check every_byte in_cgroup $CG/anon memhog -a 64 -t 10 -v
 check swapped_out expect_gt "$(read_counter /proc/vmstat pswpout)" 0
 check stored expect_gt "$(read_counter $S/stores)" 0
 check hits expect_gt "$(read_counter $S/loads)" 0
@@ -41,7 +41,7 @@ check freed_slots_dropped expect_le "$(read_counter $S/stored_pages)" $((64 * $(
 
 # Swapoff reads back what a live process has swapped out (from DMEM where
 # it can) and drops whatever the device still had.
-in_cgroup $CG/anon memhog -a 64 -t 8 >/tmp/hog2.out 2>&1 &
+in_cgroup $CG/anon memhog -a 48 -t 8 >/tmp/hog2.out 2>&1 &
 pid=$!
 sleep 4
 echo max > $CG/anon/memory.max
