@@ -863,6 +863,11 @@ impl<C: Config> Dmem<C> {
         &self.access
     }
 
+    /// Whether a load that hits drops its entry.
+    pub(crate) fn exclusive_loads(&self) -> bool {
+        self.exclusive_loads
+    }
+
     /// The bucket of `key`.
     fn bucket(&self, key: &C::Key) -> &BucketLock<C> {
         // `buckets` is not empty (type invariant), so the index is in range

@@ -161,7 +161,7 @@ where
 pub(crate) struct Dmems {
     /// The areas of the index space.
     pub(crate) areas: Areas,
-    /// Clean file pages.
+    /// Clean file pages (exclusive loads).
     pub(crate) file: Client<KConfig<FileKey>>,
     /// Swap pages (exclusive loads).
     pub(crate) swap: Client<KConfig<SwapKey>>,
@@ -225,7 +225,9 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
     let dmems = KBox::new(
         Dmems {
             areas,
-            file: Client::new(areas, false, false)?,
+            // Exclusive loads for both: a loaded page lives in the page
+            // cache or the swap cache, so its copy would only take room.
+            file: Client::new(areas, true, false)?,
             swap: Client::new(areas, true, false)?,
         },
         GFP_KERNEL,
@@ -379,8 +381,8 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_store_file(
     matches!(d.file.store(&key, src), Some(StoreOutcome::Stored))
 }
 
-/// Copies the entry of `(*key, index)` into `page`; returns whether there
-/// was one.  Never sleeps.
+/// Copies the entry of `(*key, index)` into `page` and drops it; returns
+/// whether there was one.  Never sleeps.
 ///
 /// # Safety
 ///

@@ -49,16 +49,20 @@ done
 echo
 echo "What the area is worth: MiB read from disk, same workloads, 128 MiB area (dmem_bench):"
 for cfg in idle cma gcma; do
-	grep -a -h -o 'DMEM-BENCH .*' "$logs/dmem-$cfg/dmem_bench.log" | tail -n 1 || true
+	grep -a -h -o 'DMEM-BENCH .*' "$logs/dmem-$cfg/dmem_bench.log" || true
 done | awk '
-	function v(line, key,   m) { return match(line, key "=[0-9]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : -1 }
-	function ratio(a, b) { return b > 0 ? sprintf("%.2f", a / b) : "-" }
-	{ match($0, /config=[a-z]+/); c = substr($0, RSTART + 7, RLENGTH - 7)
-	  fr[c] = v($0, "reread_mib"); sw[c] = v($0, "swap_read_mib"); fm = v($0, "file_mib"); am = v($0, "anon_mib") }
+	function v(line, key) { return match(line, key "=[0-9]+") ? substr(line, RSTART + length(key) + 1, RLENGTH - length(key) - 1) : "?" }
+	function ratio(a, b) { return (a == 0 && b == 0) ? "equal" : (b > 0 ? sprintf("%.2f", a / b) : "-") }
+	{ match($0, /config=[a-z]+/); c = substr($0, RSTART + 7, RLENGTH - 7); m = v($0, "mib")
+	  if (!(m in seen)) { seen[m] = 1; order[++n] = m }
+	  fr[c, m] = v($0, "reread_mib"); sw[c, m] = v($0, "swap_read_mib") }
 	END {
-		printf "  %-34s %8s %8s %8s %10s %9s\n", "workload", "idle", "CMA", "GCMA", "GCMA/idle", "GCMA/CMA"
-		printf "  %-34s %8s %8s %8s %10s %9s\n", "file re-read (" fm " MiB, 2 re-reads)", fr["idle"], fr["cma"], fr["gcma"], ratio(fr["gcma"], fr["idle"]), ratio(fr["gcma"], fr["cma"])
-		printf "  %-34s %8s %8s %8s %10s %9s\n", "swapping (" am " MiB anon, 3 passes)", sw["idle"], sw["cma"], sw["gcma"], ratio(sw["gcma"], sw["idle"]), ratio(sw["gcma"], sw["cma"])
+		printf "  %-36s %7s %7s %7s %10s %9s\n", "workload (working set)", "idle", "CMA", "GCMA", "GCMA/idle", "GCMA/CMA"
+		for (i = 1; i <= n; i++) {
+			m = order[i]
+			printf "  %-36s %7s %7s %7s %10s %9s\n", "file, 2 re-reads (" m " MiB)", fr["idle", m], fr["cma", m], fr["gcma", m], ratio(fr["gcma", m], fr["idle", m]), ratio(fr["gcma", m], fr["cma", m])
+			printf "  %-36s %7s %7s %7s %10s %9s\n", "anon, 3 passes (" m " MiB)", sw["idle", m], sw["cma", m], sw["gcma", m], ratio(sw["gcma", m], sw["idle", m]), ratio(sw["gcma", m], sw["cma", m])
+		}
 		print "  goal: GCMA/idle <= 0.50 and GCMA/CMA <= 1.10 for both workloads"
 	}'
 exit $rc

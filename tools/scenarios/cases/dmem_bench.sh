@@ -10,8 +10,9 @@
 # GCMA with its clients on ("gcma=128M").
 
 config=$(cmdline_arg dmem_bench.config unknown)
-file_mib=$(cmdline_arg dmem_bench.file_mib 360)
-anon_mib=$(cmdline_arg dmem_bench.anon_mib 360)
+# Working-set sizes in MiB (file and anonymous alike): one that fits in
+# free memory plus the area, one larger than both.
+sizes=$(cmdline_arg dmem_bench.sizes 360,440 | tr , ' ')
 passes=3
 
 # Sectors read from a disk so far (field 3 of /sys/block/<disk>/stat).
@@ -29,38 +30,40 @@ mkdir -p /mnt/data
 check mounted mount -t ext2 /dev/vda /mnt/data
 log "config $config: MemTotal $(read_counter /proc/meminfo MemTotal) kB, MemAvailable $(read_counter /proc/meminfo MemAvailable) kB"
 
-# File re-read: write the file, drop it from the cache, read it $passes
-# times.  The first pass reads it all in every configuration; the re-reads
-# are where the area's memory shows.
-dd if=/dev/zero of=/mnt/data/f bs=1M count="$file_mib" conv=fsync 2>/dev/null
-sync
-echo 3 > /proc/sys/vm/drop_caches
-s0=$(sectors_read vda)
-cat /mnt/data/f > /dev/null
-first=$(mib_read_since vda "$s0")
-s1=$(sectors_read vda)
-i=1
-while [ $i -lt $passes ]; do
+for mib in $sizes; do
+	# File re-read: write the file, drop it from the cache, read it
+	# $passes times.  The first pass reads what the write left out of
+	# memory; the re-reads are where the area's memory shows.
+	dd if=/dev/zero of=/mnt/data/f bs=1M count="$mib" conv=fsync 2>/dev/null
+	sync
+	echo 3 > /proc/sys/vm/drop_caches
+	s0=$(sectors_read vda)
 	cat /mnt/data/f > /dev/null
-	i=$((i + 1))
+	first=$(mib_read_since vda "$s0")
+	s1=$(sectors_read vda)
+	i=1
+	while [ $i -lt $passes ]; do
+		cat /mnt/data/f > /dev/null
+		i=$((i + 1))
+	done
+	reread=$(mib_read_since vda "$s1")
+	rm /mnt/data/f
+	sync
+
+	# Swapping: a patterned anonymous working set, $passes passes, each
+	# one verifying the previous pattern.
+	echo 3 > /proc/sys/vm/drop_caches
+	s2=$(sectors_read vdb)
+	check anon_every_byte_$mib memhog -a "$mib" -n "$passes"
+	swapped=$(mib_read_since vdb "$s2")
+
+	echo "DMEM-BENCH config=$config mib=$mib first_read_mib=$first reread_mib=$reread swap_read_mib=$swapped"
 done
-reread=$(mib_read_since vda "$s1")
-check file_first_pass expect_ge "$first" $((file_mib * 9 / 10))
-rm /mnt/data/f
-sync
-
-# Swapping: a patterned anonymous working set, $passes passes, each one
-# verifying the previous pattern.
-echo 3 > /proc/sys/vm/drop_caches
-s2=$(sectors_read vdb)
-check anon_every_byte memhog -a "$anon_mib" -n "$passes"
-swapped=$(mib_read_since vdb "$s2")
-
-echo "DMEM-BENCH config=$config file_mib=$file_mib first_read_mib=$first reread_mib=$reread anon_mib=$anon_mib swap_read_mib=$swapped pswpin=$(read_counter /proc/vmstat pswpin) pswpout=$(read_counter /proc/vmstat pswpout)"
 for c in file swap; do
 	d=/sys/kernel/mm/gcma/dmem/$c
 	[ -d $d ] && log "dmem $c: $(for k in enabled stores loads misses evictions discards; do printf '%s=%s ' $k "$(cat $d/$k)"; done)"
 done
+log "vmstat: pswpin=$(read_counter /proc/vmstat pswpin) pswpout=$(read_counter /proc/vmstat pswpout)"
 swapoff /dev/vdb
 umount /mnt/data
 check no_splat no_splat
