@@ -620,11 +620,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         let lent = if first == last {
             self.claim_word(first, range_mask(start - first * BITS, end - first * BITS))
         } else {
-            let mut lent = 0;
-            for (w, m) in WordMasks::new(start, end) {
-                lent += self.claim_word(w, m);
-            }
-            lent
+            self.claim_words(start, end)
         };
         self.refresh(first, last);
         self.primary_used += count;
@@ -632,6 +628,17 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         // The pages not lent were free.
         self.free -= count - lent;
         Ok(AllocStep::Done(AllocOutcome { start, count, lent }))
+    }
+
+    /// Sets the primary bits of pages `start..end`, which span several
+    /// words, and returns how many of them are lent.
+    #[inline(never)]
+    fn claim_words(&mut self, start: usize, end: usize) -> usize {
+        let mut lent = 0;
+        for (w, m) in WordMasks::new(start, end) {
+            lent += self.claim_word(w, m);
+        }
+        lent
     }
 
     /// Sets the primary bits `m` of bitmap word `w` and returns how many of
@@ -1084,8 +1091,10 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// over the changed leaves while that stays cheap to catch up on.
     #[inline]
     fn refresh(&mut self, first: usize, last: usize) {
-        for w in first..=last {
-            self.update_avail(w);
+        if first == last {
+            self.update_avail(first);
+        } else {
+            self.update_avail_words(first, last);
         }
         // An empty stale range is `usize::MAX..=0`: the union is the new one.
         let (lo, hi) = (self.stale_lo.min(first), self.stale_hi.max(last));
@@ -1095,6 +1104,15 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             return;
         }
         self.refresh_far(first, last);
+    }
+
+    /// [`Self::update_avail`] for words `first..=last`, out of line to keep
+    /// the single-word case short.
+    #[inline(never)]
+    fn update_avail_words(&mut self, first: usize, last: usize) {
+        for w in first..=last {
+            self.update_avail(w);
+        }
     }
 
     /// The rest of [`Self::refresh`] when the changed words are too far
@@ -1317,10 +1335,18 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
                 }
             }
         }
+        self.find_in_tree(w, carry, k)
+    }
+
+    /// The rest of [`Self::find`], out of line to keep the common case
+    /// short: brings the tree up to date and looks for the window right of
+    /// leaf `w`, given `carry` free pages at the end of that leaf.
+    #[inline(never)]
+    fn find_in_tree(&mut self, w: usize, mut carry: usize, k: usize) -> Option<usize> {
         self.flush();
         // Visit the maximal subtrees right of leaf `w`, left to right: each
         // is the next node, raised while it is a left child.
-        let (mut i, mut len) = (w + self.leaves, BITS);
+        let (mut i, mut len, mut pos) = (w + self.leaves, BITS, w * BITS);
         loop {
             pos += len;
             i += 1;
