@@ -36,6 +36,18 @@
 //!   per word of the level below, up to a single word.  Lending and
 //!   returning a secondary page cost `O(log n / log BITS)`.
 //!
+//! Small requests, of at most [`HINTS`] pages, take a shortcut that keeps
+//! them as cheap as a plain scan:
+//!
+//! * A hint per size tells below which page no window of that many free
+//!   pages starts; the search begins there, and scans a few bitmap words
+//!   one by one before it turns to the tree.
+//! * Claiming or releasing pages in a few neighbouring words only marks
+//!   those leaves stale; the tree above them is recomputed once for all of
+//!   them when a search needs it, or when a change falls too far away.  A
+//!   small request that fits near its hint thus costs no tree update, and
+//!   changes that share ancestors pay for them once.
+//!
 //! Secondary pages are lent from the highest free address down, while
 //! primary allocations take the lowest fit: this keeps lent pages away from
 //! where contiguous allocations land, so fewer of them need discarding.
@@ -100,6 +112,18 @@ const BITS: usize = usize::BITS as usize;
 /// Words of the summary holding the [`Runs`] of one inner tree node.
 const RUN_FIELDS: usize = 3;
 
+/// Request sizes, from 1 page, that keep a search hint (see
+/// [`AreaMap::low`]).
+const HINTS: usize = 8;
+
+/// Most leaves whose ancestors in the tree may be out of date (see
+/// [`AreaMap::stale_lo`]).
+const STALE_SPAN: usize = 8;
+
+/// Bitmap words a search scans one by one, past the word it starts in,
+/// before it turns to the tree.
+const LINEAR_WORDS: usize = 2;
+
 /// Most levels the availability bitset can have: enough for any area that
 /// fits in the address space (each level divides the words by `BITS`).
 const MAX_LEVELS: usize = 12;
@@ -157,16 +181,20 @@ const fn low_bits(n: usize) -> usize {
     }
 }
 
+/// Returns a word with bits `lo..hi` set, for `lo < hi <= BITS`.
+const fn range_mask(lo: usize, hi: usize) -> usize {
+    // Both shifts are below `BITS`: no branch, unlike `low_bits`.
+    (usize::MAX << lo) & (usize::MAX >> (BITS - hi))
+}
+
 /// Length of the longest run of set bits in `f`.
 fn longest_run(f: usize) -> usize {
-    if f == usize::MAX {
-        return BITS;
-    }
     let mut x = f;
     let mut best = 0;
     while x != 0 {
         // `x != 0`, so fewer than `BITS` trailing zeros.
         x >>= x.trailing_zeros();
+        // `BITS` if `f` is all ones: then `x` becomes 0.
         let run = x.trailing_ones();
         best = best.max(run as usize);
         x = x.checked_shr(run).unwrap_or(0);
@@ -193,6 +221,24 @@ impl Runs {
             pre: f.trailing_ones() as usize,
             suf: f.leading_ones() as usize,
         }
+    }
+
+    /// Whether `self` and `other` are equal, with a single branch for the
+    /// caller: the outcome decides where a refresh stops, which no
+    /// predictor guesses well.
+    fn same(&self, other: &Runs) -> bool {
+        (self.max ^ other.max) | (self.pre ^ other.pre) | (self.suf ^ other.suf) == 0
+    }
+
+    /// Runs of two adjacent ranges given with their lengths, and the
+    /// length of the whole.
+    fn concat((l, l_len): (Runs, usize), (r, r_len): (Runs, usize)) -> (Runs, usize) {
+        let runs = Runs {
+            max: l.max.max(r.max).max(l.suf + r.pre),
+            pre: if l.pre == l_len { l_len + r.pre } else { l.pre },
+            suf: if r.suf == r_len { r_len + l.suf } else { r.suf },
+        };
+        (runs, l_len + r_len)
     }
 
     /// Runs of two adjacent ranges of `half` pages each.
@@ -305,6 +351,27 @@ pub(crate) struct AreaMap<S> {
     /// caller that resumes a search can tell whether pages it passed may
     /// have become free.
     generation: usize,
+    /// Search hints: no run of `j + 1` pages free of primary owners starts
+    /// below page `low[j]`, hence no longer run either.
+    ///
+    /// A search for `count` pages starts at `low[min(count, HINTS) - 1]`,
+    /// and one that started there leaves the page it found in
+    /// `low[count - 1]`: claiming pages only removes runs.  Freeing pages
+    /// from `start` may create runs of `j + 1` pages from `start - j` on, so
+    /// a release lowers the hints to that.
+    low: [usize; HINTS],
+    /// Leaves `stale_lo..=stale_hi` changed since the tree was last brought
+    /// up to date (none if `stale_lo > stale_hi`): the stored runs of their
+    /// ancestors may be out of date, those of every other node are not.
+    ///
+    /// Small allocations and releases only mark their leaves so; the
+    /// ancestors are recomputed together ([`AreaMap::flush`]) when a search
+    /// needs the tree or the range would grow past [`STALE_SPAN`] leaves.
+    /// A search that finds its window in the words it scans first, as small
+    /// ones mostly do from their hint, needs no tree.
+    stale_lo: usize,
+    /// Last leaf of the stale range; see [`AreaMap::stale_lo`].
+    stale_hi: usize,
 }
 
 /// Result of one bounded step of [`AreaMap::alloc_primary_from`].
@@ -394,6 +461,9 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             free: nr_pages,
             releasing_pages: 0,
             generation: 0,
+            low: [0; HINTS],
+            stale_lo: usize::MAX,
+            stale_hi: 0,
         };
         map.primary.fill(0);
         map.secondary.fill(0);
@@ -401,7 +471,10 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         map.summary.fill(0);
         // All-zero summaries describe an area whose pages are all used:
         // mark every word changed.
-        map.refresh(0, nr_words - 1);
+        for w in 0..nr_words {
+            map.update_avail(w);
+        }
+        map.refresh_runs(0, nr_words - 1);
         Ok(map)
     }
 
@@ -454,7 +527,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// count as free): no unaligned primary allocation larger than this can
     /// succeed.
     pub(crate) fn largest_primary_run(&self) -> usize {
-        self.runs(1).max
+        self.root_runs().max
     }
 
     /// Whether `page` is owned by a primary allocation (false if out of
@@ -511,8 +584,25 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         // Offset of page 0 from the previous aligned frame.
         let phase = self.base % align;
         let mut left = tries;
+        // No run of `count` free pages starts below the hint: start there.
+        let hint = count.min(HINTS) - 1;
+        let mut hinted = false;
+        if let Some(&low) = self.low.get(hint) {
+            if from <= low {
+                from = low;
+                hinted = count <= HINTS;
+            }
+        }
         let start = loop {
-            let s = self.find(from, count).ok_or(ENOMEM)?;
+            let found = self.find(from, count);
+            if hinted {
+                // The lowest run of `count` free pages in the area.
+                if let Some(low) = self.low.get_mut(hint) {
+                    *low = found.unwrap_or(self.nr_pages);
+                }
+                hinted = false;
+            }
+            let s = found.ok_or(ENOMEM)?;
             // `phase + s` cannot overflow: both are below the area's span.
             let aligned = (phase + s).checked_next_multiple_of(align).ok_or(ENOMEM)? - phase;
             if aligned == s {
@@ -526,19 +616,46 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             }
         };
         let end = start + count;
-        let mut lent = 0;
-        for (w, m) in WordMasks::new(start, end) {
-            if let (Some(p), Some(s)) = (self.primary.get_mut(w), self.secondary.get(w)) {
-                *p |= m;
-                lent += (*s & m).count_ones() as usize;
-            }
-        }
-        self.refresh(start / BITS, (end - 1) / BITS);
+        let (first, last) = (start / BITS, (end - 1) / BITS);
+        let lent = if first == last {
+            self.claim_word(first, range_mask(start - first * BITS, end - first * BITS))
+        } else {
+            self.claim_words(start, end)
+        };
+        self.refresh(first, last);
         self.primary_used += count;
         self.pending += lent;
         // The pages not lent were free.
         self.free -= count - lent;
         Ok(AllocStep::Done(AllocOutcome { start, count, lent }))
+    }
+
+    /// Sets the primary bits of pages `start..end`, which span several
+    /// words, and returns how many of them are lent.
+    #[inline(never)]
+    fn claim_words(&mut self, start: usize, end: usize) -> usize {
+        let mut lent = 0;
+        for (w, m) in WordMasks::new(start, end) {
+            lent += self.claim_word(w, m);
+        }
+        lent
+    }
+
+    /// Sets the primary bits `m` of bitmap word `w` and returns how many of
+    /// them are lent.
+    fn claim_word(&mut self, w: usize, m: usize) -> usize {
+        match (self.primary.get_mut(w), self.secondary.get(w)) {
+            (Some(p), Some(&s)) => {
+                *p |= m;
+                // Mostly none: skip the population count.
+                if s & m != 0 {
+                    (s & m).count_ones() as usize
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        }
     }
 
     /// Marks the primary-owned pages `start..start + count` releasing:
@@ -573,11 +690,17 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// pages is not primary-owned; `EBUSY` if any of its pages is still lent
     /// (see [`AreaMap::finish_discard`]).
     pub(crate) fn release_primary(&mut self, start: usize, count: usize) -> Result {
-        let end = self.check_primary_range(start, count)?;
+        let end = self.check_range(start, count)?;
+        // One pass for both checks; not primary-owned takes precedence.
+        let mut busy = false;
         for (w, m) in WordMasks::new(start, end) {
-            if self.secondary.get(w).is_some_and(|s| s & m != 0) {
-                return Err(EBUSY);
+            match (self.primary.get(w), self.secondary.get(w)) {
+                (Some(&p), Some(&s)) if p & m == m => busy |= s & m != 0,
+                _ => return Err(EINVAL),
             }
+        }
+        if busy {
+            return Err(EBUSY);
         }
         let mut was_releasing = 0;
         for (w, m) in WordMasks::new(start, end) {
@@ -585,11 +708,17 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
                 *p &= !m;
             }
             if let Some(r) = self.releasing.get_mut(w) {
-                was_releasing += (*r & m).count_ones() as usize;
-                *r &= !m;
+                // Mostly none: skip the population count.
+                if *r & m != 0 {
+                    was_releasing += (*r & m).count_ones() as usize;
+                    *r &= !m;
+                }
             }
         }
         self.refresh(start / BITS, (end - 1) / BITS);
+        for (j, low) in self.low.iter_mut().enumerate() {
+            *low = (*low).min(start.saturating_sub(j));
+        }
         self.primary_used -= count;
         self.releasing_pages -= was_releasing;
         self.free += count;
@@ -758,16 +887,39 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             .ok_or(EINVAL)?;
         ok(self.free == free)?;
 
-        // Each level, bottom up: nodes `lo..hi` have children of `half` pages.
+        // The stale range is empty or a short range of leaves of the area.
+        if self.stale_lo <= self.stale_hi {
+            ok(self.stale_hi < self.nr_words)?;
+            ok(self.stale_hi - self.stale_lo < STALE_SPAN)?;
+        }
+
+        // Each level, bottom up: nodes `lo..hi` have children of `half`
+        // pages.  The ancestors of stale leaves may be out of date.
         let (mut lo, mut hi, mut half) = (self.leaves / 2, self.leaves, BITS);
         while lo >= 1 {
             for i in lo..hi {
                 let runs = Runs::join(self.runs(2 * i), self.runs(2 * i + 1), half);
-                ok(self.runs(i) == runs)?;
+                ok(self.is_stale(i) || self.runs(i) == runs)?;
             }
             hi = lo;
             lo /= 2;
             half *= 2;
+        }
+
+        // No run of `j + 1` free pages starts below `low[j]`: `run` free
+        // pages end just before page `p`.
+        let mut run = 0usize;
+        for p in 0..self.nr_pages {
+            if Self::bit(&self.primary, p) {
+                run = 0;
+                continue;
+            }
+            run += 1;
+            // Runs of `1..=run` pages start at `p + 1 - run..=p`, among them
+            // a run of `j + 1` pages at `p - j`.
+            for (j, &low) in self.low.iter().enumerate().take(run) {
+                ok(p - j >= low)?;
+            }
         }
 
         // Each level of the availability bitset, bottom up: bit `j` tells
@@ -829,16 +981,28 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         }
     }
 
+    /// As [`Self::valid_mask`] for a word of the area (`w < nr_words`): its
+    /// callers read the bitmaps with bounds checks, which cover the rest.
+    fn valid_mask_in(&self, w: usize) -> usize {
+        if w + 1 == self.nr_words {
+            self.tail_mask
+        } else {
+            usize::MAX
+        }
+    }
+
     /// Mask of the pages of word `w` free of primary owners (0 for a padding
     /// leaf past the area).
     fn leaf_free(&self, w: usize) -> usize {
-        self.primary.get(w).map_or(0, |p| !p & self.valid_mask(w))
+        self.primary
+            .get(w)
+            .map_or(0, |p| !p & self.valid_mask_in(w))
     }
 
     /// Mask of the pages of word `w` free in both bitmaps.
     fn both_free(&self, w: usize) -> usize {
         match (self.primary.get(w), self.secondary.get(w)) {
-            (Some(p), Some(s)) => !p & !s & self.valid_mask(w),
+            (Some(p), Some(s)) => !p & !s & self.valid_mask_in(w),
             _ => 0,
         }
     }
@@ -853,8 +1017,24 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
 
     /// Brings the availability bitset up to date after a change to bitmap
     /// word `w`.
+    #[inline]
     fn update_avail(&mut self, w: usize) {
-        let (mut j, mut set) = (w, self.both_free(w) != 0);
+        let set = self.both_free(w) != 0;
+        // Mostly the word keeps a page free in both bitmaps, or none.
+        let bit = 1usize << (w % BITS);
+        if let Some(&word) = self.summary.get(self.level_off[0] + w / BITS) {
+            if (word & bit != 0) == set {
+                return;
+            }
+        }
+        self.update_avail_levels(w, set);
+    }
+
+    /// The rest of [`Self::update_avail`]: sets bit `w` of level 0 to
+    /// `set`, and the levels above as needed.
+    #[inline(never)]
+    fn update_avail_levels(&mut self, w: usize, set: bool) {
+        let (mut j, mut set) = (w, set);
         for level in 0..self.levels {
             let Some(&off) = self.level_off.get(level) else {
                 return;
@@ -864,8 +1044,14 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             };
             let old = *word;
             let bit = 1usize << (j % BITS);
-            *word = if set { old | bit } else { old & !bit };
-            if (old == 0) == (*word == 0) {
+            let new = if set { old | bit } else { old & !bit };
+            if new == old {
+                // Mostly so at level 0: the word still has a page free in
+                // both bitmaps, or still none.
+                return;
+            }
+            *word = new;
+            if (old == 0) == (new == 0) {
                 // The level above does not change.
                 return;
             }
@@ -880,6 +1066,11 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         if i >= self.leaves {
             return Runs::of_word(self.leaf_free(i - self.leaves));
         }
+        self.node(i)
+    }
+
+    /// Runs of inner node `i` (`i < leaves`), as stored.
+    fn node(&self, i: usize) -> Runs {
         match self.summary.get(i * RUN_FIELDS..(i + 1) * RUN_FIELDS) {
             Some(&[max, pre, suf]) => Runs { max, pre, suf },
             _ => Runs::default(),
@@ -895,11 +1086,142 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
 
     /// Brings the summaries up to date after a change to the primary bits
     /// of bitmap words `first..=last`.
+    ///
+    /// The availability bitset is updated at once, the tree is left stale
+    /// over the changed leaves while that stays cheap to catch up on.
+    #[inline]
     fn refresh(&mut self, first: usize, last: usize) {
+        if first == last {
+            self.update_avail(first);
+        } else {
+            self.update_avail_words(first, last);
+        }
+        // An empty stale range is `usize::MAX..=0`: the union is the new one.
+        let (lo, hi) = (self.stale_lo.min(first), self.stale_hi.max(last));
+        if hi - lo < STALE_SPAN {
+            self.stale_lo = lo;
+            self.stale_hi = hi;
+            return;
+        }
+        self.refresh_far(first, last);
+    }
+
+    /// [`Self::update_avail`] for words `first..=last`, out of line to keep
+    /// the single-word case short.
+    #[inline(never)]
+    fn update_avail_words(&mut self, first: usize, last: usize) {
         for w in first..=last {
             self.update_avail(w);
         }
-        self.refresh_runs(first, last);
+    }
+
+    /// The rest of [`Self::refresh`] when the changed words are too far
+    /// from the stale range: brings that up to date and starts a new one, or
+    /// updates the tree at once for a long range.
+    #[inline(never)]
+    fn refresh_far(&mut self, first: usize, last: usize) {
+        self.flush();
+        if last - first < STALE_SPAN {
+            self.stale_lo = first;
+            self.stale_hi = last;
+        } else if first == last {
+            self.refresh_leaf(first);
+        } else {
+            self.refresh_runs(first, last);
+        }
+    }
+
+    /// Brings the tree up to date over the stale range, if any.
+    fn flush(&mut self) {
+        if self.stale_lo <= self.stale_hi {
+            let (lo, hi) = (self.stale_lo, self.stale_hi);
+            self.stale_lo = usize::MAX;
+            self.stale_hi = 0;
+            // Every change since the tree was last up to date is below the
+            // lowest common ancestor of the range: where that stops
+            // changing, so do the nodes above it.
+            if lo == hi {
+                self.refresh_leaf(lo);
+            } else {
+                self.refresh_runs(lo, hi);
+            }
+        }
+    }
+
+    /// Whether the stored runs of inner node `i` may be out of date: it is
+    /// an ancestor of a stale leaf.
+    fn is_stale(&self, i: usize) -> bool {
+        if self.stale_lo > self.stale_hi || i == 0 {
+            return false;
+        }
+        // Node `i` at height `h` spans leaves `(i << h) - leaves` onwards.
+        let h = (self.leaves.trailing_zeros() - i.ilog2()) as usize;
+        let first = (i << h) - self.leaves;
+        let last = first + (1usize << h) - 1;
+        first <= self.stale_hi && self.stale_lo <= last
+    }
+
+    /// Runs of the whole area, computed around the stale range without
+    /// changing the tree: the runs of the maximal subtrees left of it, of
+    /// its leaves, and of the maximal subtrees right of it, joined in order.
+    fn root_runs(&self) -> Runs {
+        if self.stale_lo > self.stale_hi {
+            return self.runs(1);
+        }
+        let (lo, hi) = (self.stale_lo, self.stale_hi);
+        // Left part: the left siblings on the path from leaf `lo` up, from
+        // the top down.  Right part: the right siblings on the path from
+        // leaf `hi` up, from the bottom up.
+        let mut acc = (Runs::default(), 0usize);
+        let depth = self.leaves.trailing_zeros() as usize;
+        for h in (0..depth).rev() {
+            let i = (lo + self.leaves) >> h;
+            if i % 2 == 1 {
+                acc = Runs::concat(acc, (self.runs(i - 1), BITS << h));
+            }
+        }
+        for w in lo..=hi {
+            acc = Runs::concat(acc, (self.runs(w + self.leaves), BITS));
+        }
+        for h in 0..depth {
+            let i = (hi + self.leaves) >> h;
+            if i & 1 == 0 {
+                acc = Runs::concat(acc, (self.runs(i + 1), BITS << h));
+            }
+        }
+        acc.0
+    }
+
+    /// As [`Self::refresh_runs`] for a single leaf `w`, the common case of
+    /// small ranges: the leaf and its sibling are summarised once, and each
+    /// ancestor is compared with its new runs before it is written.
+    fn refresh_leaf(&mut self, w: usize) {
+        let mut i = (w + self.leaves) / 2;
+        if i == 0 {
+            // A single leaf, which is the root: nothing stored.
+            return;
+        }
+        let pair = w & !1;
+        let mut runs = Runs::join(
+            Runs::of_word(self.leaf_free(pair)),
+            Runs::of_word(self.leaf_free(pair + 1)),
+            BITS,
+        );
+        let mut half = 2 * BITS;
+        loop {
+            if runs.same(&self.node(i)) {
+                // So would all above it be.
+                return;
+            }
+            self.set_runs(i, runs);
+            if i == 1 {
+                return;
+            }
+            // Both children are stored now: no branch on which one `i` is.
+            i /= 2;
+            runs = Runs::join(self.node(2 * i), self.node(2 * i + 1), half);
+            half *= 2;
+        }
     }
 
     /// Recomputes the runs of the ancestors of leaves `first..=last`.
@@ -952,7 +1274,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             if i >= self.leaves {
                 return scan_word(self.leaf_free(i - self.leaves), pos, carry, k);
             }
-            let n = self.runs(i);
+            let n = self.node(i);
             if carry + n.pre >= k {
                 return Scan::Found(pos - carry);
             }
@@ -962,7 +1284,17 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             // The window lies inside this node, and starts in the left child
             // if that holds it (alone or with the carry), else in the right.
             len /= 2;
-            let l = self.runs(2 * i);
+            if 2 * i >= self.leaves {
+                // Two leaves: scanning the left one costs less than
+                // summarising it, and if the window does not start there,
+                // it starts in the right one.
+                let w = 2 * i - self.leaves;
+                return match scan_word(self.leaf_free(w), pos, carry, k) {
+                    Scan::Carry(c) => scan_word(self.leaf_free(w + 1), pos + len, c, k),
+                    found => found,
+                };
+            }
+            let l = self.node(2 * i);
             if carry + l.pre >= k || l.max >= k {
                 i *= 2;
             } else {
@@ -975,20 +1307,46 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
 
     /// Returns the lowest page `s >= from` such that pages `s..s + k` are
     /// all free of primary owners; `k` must be at least 1.
-    fn find(&self, from: usize, k: usize) -> Option<usize> {
+    ///
+    /// Scans the word of `from` and, for a window of at most [`HINTS`]
+    /// pages, the next [`LINEAR_WORDS`] words, before it brings the tree up
+    /// to date and searches it.
+    fn find(&mut self, from: usize, k: usize) -> Option<usize> {
         if from >= self.nr_pages || k > self.nr_pages - from {
             return None;
         }
-        let w = from / BITS;
+        let mut w = from / BITS;
         let f = self.leaf_free(w) & (usize::MAX << (from % BITS));
         let mut pos = w * BITS;
         let mut carry = match scan_word(f, pos, 0, k) {
             Scan::Found(s) => return Some(s),
             Scan::Carry(c) => c,
         };
+        if k <= HINTS {
+            for _ in 0..LINEAR_WORDS {
+                if w + 1 >= self.nr_words {
+                    return None;
+                }
+                w += 1;
+                pos += BITS;
+                match scan_word(self.leaf_free(w), pos, carry, k) {
+                    Scan::Found(s) => return Some(s),
+                    Scan::Carry(c) => carry = c,
+                }
+            }
+        }
+        self.find_in_tree(w, carry, k)
+    }
+
+    /// The rest of [`Self::find`], out of line to keep the common case
+    /// short: brings the tree up to date and looks for the window right of
+    /// leaf `w`, given `carry` free pages at the end of that leaf.
+    #[inline(never)]
+    fn find_in_tree(&mut self, w: usize, mut carry: usize, k: usize) -> Option<usize> {
+        self.flush();
         // Visit the maximal subtrees right of leaf `w`, left to right: each
         // is the next node, raised while it is a left child.
-        let (mut i, mut len) = (w + self.leaves, BITS);
+        let (mut i, mut len, mut pos) = (w + self.leaves, BITS, w * BITS);
         loop {
             pos += len;
             i += 1;
@@ -1034,6 +1392,7 @@ impl Iterator for WordMasks {
         let lo = self.page % BITS;
         let hi = (self.end - w * BITS).min(BITS);
         self.page = w * BITS + hi;
-        Some((w, low_bits(hi) & !low_bits(lo)))
+        // `lo < hi`, as `page < end`.
+        Some((w, range_mask(lo, hi)))
     }
 }

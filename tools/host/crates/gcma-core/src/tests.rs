@@ -552,6 +552,74 @@ fn agrees_with_baselines_on_a_fragmented_area() {
 }
 
 #[test]
+fn hints_see_windows_a_release_completes() {
+    let mut m = map(256);
+    let mut model = Model::new(256);
+    for p in 0..4 {
+        assert_eq!(m.alloc_primary(1, 0).unwrap().start, p);
+        model.alloc(1, 0).unwrap();
+    }
+    assert_eq!(m.alloc_primary(4, 0).unwrap().start, 4);
+    model.alloc(4, 0).unwrap();
+    m.release_primary(2, 1).unwrap();
+    model.release(2, 1).unwrap();
+    // Page 2 alone is too short for two pages: the search for two moves
+    // past it.
+    assert_eq!(m.alloc_primary(2, 0).unwrap().start, 8);
+    model.alloc(2, 0).unwrap();
+    same(&m, &model);
+    // Freeing page 3 completes a window of two pages that starts below
+    // the freed page: the first fit is there.
+    m.release_primary(3, 1).unwrap();
+    model.release(3, 1).unwrap();
+    same(&m, &model);
+    assert_eq!(m.alloc_primary(2, 0).unwrap().start, 2);
+    model.alloc(2, 0).unwrap();
+    same(&m, &model);
+}
+
+#[test]
+fn stale_tree_is_caught_up_before_use() {
+    let n = 64 * BITS;
+    let mut m = map(n);
+    let mut model = Model::new(n);
+    assert_eq!(m.alloc_primary(n, 0).unwrap().start, 0);
+    model.alloc(n, 0).unwrap();
+    // A window of 40 pages far up, then small changes near the start,
+    // which leave the tree stale there.
+    let far = 50 * BITS + 3;
+    m.release_primary(far, 40).unwrap();
+    model.release(far, 40).unwrap();
+    for p in [BITS + 5, 2 * BITS + 1, 7] {
+        m.release_primary(p, 1).unwrap();
+        model.release(p, 1).unwrap();
+        same(&m, &model);
+    }
+    // Another window of 40, in a stale leaf further than a search scans
+    // word by word, and the longest run, in a stale leaf too.
+    let near = 5 * BITS + 3;
+    m.release_primary(near, 40).unwrap();
+    model.release(near, 40).unwrap();
+    m.release_primary(BITS - 50, 50).unwrap();
+    model.release(BITS - 50, 50).unwrap();
+    same(&m, &model);
+    assert_eq!(m.largest_primary_run(), 50);
+    assert_eq!(m.alloc_primary(45, 0).unwrap().start, BITS - 50);
+    model.alloc(45, 0).unwrap();
+    same(&m, &model);
+    // Only the tree, brought up to date, knows of the near window.
+    assert_eq!(m.alloc_primary(40, 0).unwrap().start, near);
+    model.alloc(40, 0).unwrap();
+    assert_eq!(m.alloc_primary(20, 0).unwrap().start, far);
+    model.alloc(20, 0).unwrap();
+    assert_eq!(m.alloc_primary(1, 0).unwrap().start, 7);
+    model.alloc(1, 0).unwrap();
+    assert_eq!(m.alloc_primary(2, 0).unwrap().start, BITS - 5);
+    model.alloc(2, 0).unwrap();
+    same(&m, &model);
+}
+
+#[test]
 fn lending_on_a_three_level_area() {
     let n = BITS * BITS * BITS + 7;
     let mut m = map(n);
