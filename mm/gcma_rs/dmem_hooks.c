@@ -35,6 +35,7 @@
 
 #define pr_fmt(fmt) "gcma: " fmt
 
+#include <linux/buffer_head.h>
 #include <linux/fs.h>
 #include <linux/gcma.h>
 #include <linux/mm.h>
