@@ -84,11 +84,13 @@ struct gcma_stats {
 };
 
 /*
- * Called, outside any GCMA lock, for each page of a secondary client that
- * a contiguous allocation takes over; the client must drop the page's data
- * and never return the page.  May sleep.
+ * Called, outside any GCMA lock, with the @count pages from @pfn that a
+ * contiguous allocation takes over, some of them lent to secondary
+ * clients; the clients must drop the data of the pages they hold, run
+ * gcma_unlend_page() on them and never return them.  May sleep.
  */
-typedef void (*gcma_discard_fn)(struct gcma_area *area, unsigned long pfn);
+typedef void (*gcma_discard_fn)(struct gcma_area *area, unsigned long pfn,
+				unsigned long count);
 
 #ifdef CONFIG_GCMA
 void __init gcma_reserve(void);
@@ -137,7 +139,8 @@ static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_attach(struct gcma_area *area, const void *rs);
-void gcma_call_discard(struct gcma_area *area, unsigned long pfn);
+void gcma_call_discard(struct gcma_area *area, unsigned long pfn,
+		       unsigned long count);
 void gcma_lend_page(unsigned long pfn);
 bool gcma_unlend_page(unsigned long pfn);
 struct kobject *gcma_sysfs_dir(void);

@@ -196,7 +196,8 @@ EXPORT_SYMBOL_GPL(gcma_drain_freed);
 
 /**
  * gcma_register_discard() - register the secondary clients' discard hook
- * @fn: called for each lent page a contiguous allocation takes over
+ * @fn: called with each range a contiguous allocation takes over that
+ *	holds lent pages
  *
  * Return: 0, or -EBUSY if a hook is registered already.
  */
@@ -206,12 +207,13 @@ int gcma_register_discard(gcma_discard_fn fn)
 }
 EXPORT_SYMBOL_GPL(gcma_register_discard);
 
-void gcma_call_discard(struct gcma_area *area, unsigned long pfn)
+void gcma_call_discard(struct gcma_area *area, unsigned long pfn,
+		       unsigned long count)
 {
 	gcma_discard_fn fn = READ_ONCE(gcma_discard);
 
 	if (fn)
-		fn(area, pfn);
+		fn(area, pfn, count);
 }
 
 /**

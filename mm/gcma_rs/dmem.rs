@@ -50,9 +50,18 @@
 //! bucket is used only after checking, under the page lock, that its slot
 //! is still bound with the same sequence number (every binding gets a new
 //! one).  An index entry can therefore go stale (its page was evicted or
-//! discarded by a path that does not hold the key's bucket lock); whoever
-//! makes it stale removes it afterwards with [`BucketMap::remove_if`], and
-//! lookups treat a stale entry as a miss meanwhile.
+//! discarded by a path that does not hold the key's bucket lock), and
+//! lookups treat a stale entry as a miss.  An eviction removes the entry it
+//! made stale right afterwards with [`BucketMap::remove_if`].  A discard
+//! does not: it leaves the key in the slot and puts the slot on the *stale
+//! list*, so that a discard costs one page-lock section per chunk of pages
+//! and no bucket lock at all.  Stale entries are removed later, also with
+//! [`BucketMap::remove_if`]: by the store that binds the slot's page again
+//! (the page was given back by its primary owner and lent anew), and a few
+//! at a time by every store ([`REAP_PER_STORE`]), by range invalidations
+//! and by [`Dmem::clear`] ([`Dmem::reap`]).  As a slot holds at most one
+//! stale key, the index never holds more stale entries than there are
+//! pages.
 //!
 //! # Page states
 //!
@@ -78,17 +87,22 @@
 //!   is never given back (GCMA's `finish_discard()` takes it); the
 //!   discarder turns it [`State::Free`] once no copy is in flight.
 //!
+//! A slot discarded while bound keeps its key, on the stale list, in
+//! [`State::Discarded`] and then [`State::Free`], until its stale index
+//! entry is removed.
+//!
 //! Every slot counts its in-flight copies (`copiers`): the filling store
 //! counts as one, and so does every load copying out.  A slot whose count
 //! is not zero is never rebound nor given back, and its page is never
-//! handed to a primary client: [`Dmem::discard`] marks the slot
+//! handed to a primary client: [`Dmem::discard_range`] marks the slot
 //! [`State::Discarded`] and then waits for the count to drop to zero before
-//! it returns.
+//! it reports the page free.
 //!
 //! # The discard race
 //!
-//! A primary allocation that claims a page calls [`Dmem::discard`] for it,
-//! and writes into the page as soon as that returns.  The guarantees are:
+//! A primary allocation that claims a range calls [`Dmem::discard_range`]
+//! for it, and writes into a page as soon as the call reports the page
+//! free.  The guarantees are:
 //!
 //! * **No copy outlives a discard.**  Copies run without any lock, between
 //!   two page-lock sections that raise and lower the slot's count.  The
@@ -97,6 +111,9 @@
 //!   sees zero, every copy has left the page, and the lock orders those
 //!   copies before everything the new owner does.  (A count already zero
 //!   when the slot is marked frees it in that same section.)
+//!   [`Dmem::discard_range`] marks up to [`DISCARD_CHUNK`] slots per
+//!   page-lock section, waits for the busy ones of the chunk, and only then
+//!   reports the chunk's pages to its caller as free.
 //! * **A load never returns the new owner's bytes.**  A load finds the slot
 //!   [`State::Ready`] and raises the count under the page lock before it
 //!   copies; after copying it looks again, and reports a miss if the slot
@@ -127,9 +144,9 @@
 //! [`Dmem::load`] and the invalidations never wait for anything else, so
 //! they may run in reclaim and swap-out paths and under other spinlocks
 //! (not in interrupt context: the locks are not IRQ-safe).  Copies
-//! ([`PageAccess`]) run with no store lock held.  Only [`Dmem::discard`]
-//! waits, for copies in flight to finish; GCMA calls it from its discard
-//! hook, which may sleep.
+//! ([`PageAccess`]) run with no store lock held.  Only
+//! [`Dmem::discard_range`] waits, for copies in flight to finish; GCMA
+//! calls it from its discard hook, which may sleep.
 //!
 //! # Memory
 //!
@@ -162,6 +179,14 @@ const NIL: usize = usize::MAX;
 
 /// Most LRU entries an eviction looks at, from the oldest, before giving up.
 pub(crate) const EVICT_SCAN: usize = 16;
+
+/// Slots [`Dmem::discard_range`] marks per page-lock section: the bits of a
+/// `u64`.  It bounds the time the page lock is held to a few microseconds.
+pub(crate) const DISCARD_CHUNK: usize = 64;
+
+/// Stale index entries every store removes, at most, once it is done: more
+/// than one, so the stale list shrinks while the store refills the pages.
+pub(crate) const REAP_PER_STORE: usize = 2;
 
 /// Swap pages of one cluster of `1 << SWAP_CLUSTER_SHIFT` offsets share a
 /// bucket.
@@ -198,7 +223,7 @@ pub(crate) trait Platform {
     /// The lock type.
     type Lock<T: Send>: Lock<T> + Send + Sync;
 
-    /// Lets other threads run while [`Dmem::discard`] waits for copies in
+    /// Lets other threads run while [`Dmem::discard_range`] waits for copies in
     /// flight; called with no lock held.  May sleep.
     fn relax();
 }
@@ -369,7 +394,7 @@ pub(crate) trait PageSupply {
     fn lend(&self) -> Option<usize>;
 
     /// Takes back a page lent by [`PageSupply::lend`].  Never called for a
-    /// page passed to [`Dmem::discard`].
+    /// page passed to [`Dmem::discard_range`].
     fn give_back(&self, page: usize);
 }
 
@@ -409,8 +434,13 @@ pub(crate) enum State {
 ///
 /// # Invariants
 ///
-/// * `key` is `Some` exactly in [`State::Filling`] and [`State::Ready`],
-///   which are exactly the states of the slots on the LRU list.
+/// * The slots on the LRU list are exactly those in [`State::Filling`] and
+///   [`State::Ready`]; their `key` is `Some`.
+/// * The slots on the stale list are in [`State::Free`] or
+///   [`State::Discarded`]; their `key` is `Some`, the key of the binding
+///   they had when they were discarded (sequence number `seq`), whose index
+///   entry may still be in the index.
+/// * Every other slot's `key` is `None`.
 /// * `copiers` is 0 in [`State::Free`], at least 1 in [`State::Filling`]
 ///   (the store filling it) and in [`State::Dead`].
 pub(crate) struct Slot<K> {
@@ -422,9 +452,11 @@ pub(crate) struct Slot<K> {
     seq: u64,
     /// Key the page is bound to.
     key: Option<K>,
-    /// Next more recently stored page on the LRU list, or [`NIL`].
+    /// Next more recently stored page on the LRU list, or previous page on
+    /// the stale list, or [`NIL`].
     prev: usize,
-    /// Next less recently stored page on the LRU list, or [`NIL`].
+    /// Next less recently stored page on the LRU list, or next page on the
+    /// stale list, or [`NIL`].
     next: usize,
 }
 
@@ -542,6 +574,11 @@ impl Counters {
     }
 }
 
+/// An index entry [`Pages::bind`] made stale, for the caller to remove:
+/// its key and handle, and whether it was evicted (`true`) or is the stale
+/// entry of a discarded page bound again (`false`).
+type Displaced<K> = (K, Handle, bool);
+
 /// Outcome of [`Pages::unbind`].
 enum Unbound {
     /// The handle was stale: nothing done.
@@ -562,6 +599,9 @@ enum Unbound {
 ///   `next`, holds exactly the slots in [`State::Filling`] or
 ///   [`State::Ready`], and there are `bound` of them; `prev` links mirror
 ///   `next` links.
+/// * The stale list, from `stale_head` through `next`, holds exactly the
+///   slots not on the LRU list whose `key` is `Some`, and there are `stale`
+///   of them; `prev` links mirror `next` links.
 /// * `held` is the number of slots not in [`State::Free`].
 /// * `next_seq` is above every slot's `seq`.
 struct Pages<K, S> {
@@ -573,6 +613,10 @@ struct Pages<K, S> {
     tail: usize,
     /// Slots in [`State::Filling`] or [`State::Ready`].
     bound: usize,
+    /// First slot of the stale list, or [`NIL`].
+    stale_head: usize,
+    /// Slots on the stale list.
+    stale: usize,
     /// Slots not in [`State::Free`].
     held: usize,
     /// Sequence number of the next binding.
@@ -612,6 +656,53 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
             Some(s) => s.prev = prev,
             None => self.tail = prev,
         }
+    }
+
+    /// Puts page `p`, just taken off the LRU list with its key kept, on the
+    /// stale list.
+    fn push_stale(&mut self, p: usize) {
+        let old = self.stale_head;
+        if let Some(s) = self.slots.get_mut(p) {
+            s.prev = NIL;
+            s.next = old;
+        }
+        if let Some(s) = self.slots.get_mut(old) {
+            s.prev = p;
+        }
+        self.stale_head = p;
+        self.stale += 1;
+    }
+
+    /// Takes page `p` off the stale list, if it is on it, and returns the
+    /// stale index entry it stood for.
+    fn take_stale(&mut self, p: usize) -> Option<(K, Handle)> {
+        let s = self.slots.get_mut(p)?;
+        if matches!(s.state, State::Filling | State::Ready) {
+            return None;
+        }
+        let key = s.key.take()?;
+        let h = Handle {
+            page: p,
+            seq: s.seq,
+        };
+        let (prev, next) = (s.prev, s.next);
+        s.prev = NIL;
+        s.next = NIL;
+        match self.slots.get_mut(prev) {
+            Some(s) => s.next = next,
+            None => self.stale_head = next,
+        }
+        if let Some(s) = self.slots.get_mut(next) {
+            s.prev = prev;
+        }
+        self.stale -= 1;
+        Some((key, h))
+    }
+
+    /// Takes the first page off the stale list and returns the stale index
+    /// entry it stood for.
+    fn pop_stale(&mut self) -> Option<(K, Handle)> {
+        self.take_stale(self.stale_head)
     }
 
     /// Whether `h` names the current binding of its page, in `state`.
@@ -682,14 +773,15 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
     /// Finds a page for a new entry of `key` and binds it, in
     /// [`State::Filling`] with the store counted as a copier.  `old` is the
     /// key's previous handle, just removed from the index: its page is
-    /// unbound, and reused if idle.  Returns the new handle and the entry
-    /// evicted, if any.
+    /// unbound, and reused if idle.  Returns the new handle and the index
+    /// entry the caller must remove, if any: the entry evicted (`true`), or
+    /// the stale entry of a discarded page lent again (`false`).
     fn bind(
         &mut self,
         key: &K,
         old: Option<Handle>,
         supply: &impl PageSupply,
-    ) -> Result<(Handle, Option<(K, Handle)>), Refusal> {
+    ) -> Result<(Handle, Option<Displaced<K>>), Refusal> {
         let spare = match old.map(|h| self.unbind(h)) {
             Some(Unbound::Idle(p)) => {
                 // Held again right away.
@@ -707,10 +799,11 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
                 // contract.  Leave it alone rather than corrupt the table.
                 return Err(Refusal::NoSpace);
             }
+            victim = self.take_stale(p).map(|(k, h)| (k, h, false));
             self.held += 1;
             p
         } else if let Some((p, k, h)) = self.evict() {
-            victim = Some((k, h));
+            victim = Some((k, h, true));
             self.held += 1;
             p
         } else {
@@ -796,6 +889,10 @@ pub(crate) struct Dmem<C: Config> {
     /// Whether a load drops the entry it hits (swap: the page is in memory
     /// again and its swap slot will be rewritten or freed).
     exclusive_loads: bool,
+    /// The length of the stale list as of the last page-lock section that
+    /// changed it, so that [`Dmem::reap`] need not take the lock to find
+    /// the list empty.
+    stale_hint: AtomicUsize,
     /// Event counters.
     counters: Counters,
 }
@@ -839,6 +936,8 @@ impl<C: Config> Dmem<C> {
             head: NIL,
             tail: NIL,
             bound: 0,
+            stale_head: NIL,
+            stale: 0,
             held: 0,
             next_seq: 1,
             _key: PhantomData,
@@ -849,6 +948,7 @@ impl<C: Config> Dmem<C> {
             supply,
             access,
             exclusive_loads,
+            stale_hint: AtomicUsize::new(0),
             counters: Counters::default(),
         })
     }
@@ -908,7 +1008,11 @@ impl<C: Config> Dmem<C> {
         };
         let bound = self.bucket(key).with(|m| {
             let old = m.remove(key);
-            let bound = self.pages.with(|t| t.bind(key, old, &self.supply));
+            let bound = self.pages.with(|t| {
+                let bound = t.bind(key, old, &self.supply);
+                self.stale_hint.store(t.stale, Ordering::Relaxed);
+                bound
+            });
             if let Ok((h, _)) = bound {
                 // `key` was just removed, under this lock: nothing displaced.
                 m.insert(node, key.clone(), h);
@@ -919,8 +1023,10 @@ impl<C: Config> Dmem<C> {
             Ok(b) => b,
             Err(r) => return self.refuse(r),
         };
-        if let Some((vkey, vh)) = victim {
-            Counters::add(&self.counters.evictions, 1);
+        if let Some((vkey, vh, evicted)) = victim {
+            if evicted {
+                Counters::add(&self.counters.evictions, 1);
+            }
             self.forget(&vkey, vh);
         }
 
@@ -935,6 +1041,7 @@ impl<C: Config> Dmem<C> {
             }
             was
         });
+        self.reap(REAP_PER_STORE);
         match outcome {
             State::Filling => {
                 Counters::add(&self.counters.stores, 1);
@@ -1024,6 +1131,7 @@ impl<C: Config> Dmem<C> {
             self.buckets.iter().for_each(drain);
         }
         Counters::add(&self.counters.invalidations, dropped);
+        self.reap(REAP_PER_STORE);
         dropped
     }
 
@@ -1036,6 +1144,8 @@ impl<C: Config> Dmem<C> {
                 self.pages.with(|t| t.unbind_release(h, &self.supply));
             }
         }
+        // The index is empty: this only takes the keys out of the slots.
+        self.reap(usize::MAX);
     }
 
     /// Drops the data in area page `page`, which a primary allocation has
@@ -1043,63 +1153,128 @@ impl<C: Config> Dmem<C> {
     /// flight: the caller may then overwrite it.  The page is not given
     /// back to the supply.  Returns whether the store held the page.
     ///
+    /// As [`Dmem::discard_range`] for one page.
+    pub(crate) fn discard(&self, page: usize) -> bool {
+        self.discard_range(page, 1, |_, _| {}) != 0
+    }
+
+    /// Drops the data in the pages `first..first + count`, which a primary
+    /// allocation has claimed, and returns how many of them the store held.
+    ///
+    /// Works in chunks of [`DISCARD_CHUNK`] pages, aligned to the chunk
+    /// size: one page-lock section marks the held pages of a chunk
+    /// discarded, the bound ones leave the LRU list for the stale list (their
+    /// index entries are removed later, see the module documentation), and
+    /// the idle ones are free at once; the busy ones are then waited for.
+    /// Once no copy into or out of any page of the chunk is in flight,
+    /// `freed(base, mask)` is called with no lock held, for the pages
+    /// `base + i` of the bits `i` set in `mask`: the pages of the chunk the
+    /// store held, which the caller may overwrite from then on.  The pages
+    /// are not given back to the supply.
+    ///
+    /// Each page must be claimed by one primary allocation at a time: a page
+    /// already being discarded by a concurrent call is left to that call.
     /// May sleep (through [`Platform::relax`]) while copies drain; must be
     /// called with no lock of this instance held.
-    pub(crate) fn discard(&self, page: usize) -> bool {
-        // `Some((first, stale index entry, done))` if the store holds the
-        // page; `first` is false for a page a concurrent discard already
-        // marked; `done` if no copy was in flight, so the page is free
-        // already (the common case: one page-lock section).
-        let marked = self.pages.with(|t| {
-            let s = t.slots.get_mut(page)?;
-            let h = Handle { page, seq: s.seq };
-            let (first, stale) = match s.state {
-                State::Free => return None,
-                State::Discarded => return Some((false, None, false)),
-                State::Dead => (true, None),
-                State::Filling | State::Ready => (true, s.key.take().map(|k| (k, h))),
+    pub(crate) fn discard_range(
+        &self,
+        first: usize,
+        count: usize,
+        mut freed: impl FnMut(usize, u64),
+    ) -> usize {
+        let end = first.saturating_add(count);
+        let mut discarded = 0;
+        let mut base = first - first % DISCARD_CHUNK;
+        while base < end {
+            let lo = first.max(base);
+            let hi = end.min(base + DISCARD_CHUNK);
+            // Bits of the pages held (`done`: free now; `busy`: copies in
+            // flight), relative to `base`; `None` if the store holds no
+            // page at all (the other instance holds the range).
+            let marked = self.pages.with(|t| {
+                if t.held == 0 {
+                    return None;
+                }
+                let (mut done, mut busy) = (0u64, 0u64);
+                for page in lo..hi {
+                    let Some(s) = t.slots.get_mut(page) else {
+                        break;
+                    };
+                    let bit = 1u64 << (page - base);
+                    let bound = match s.state {
+                        State::Free | State::Discarded => continue,
+                        State::Dead => false,
+                        State::Filling | State::Ready => true,
+                    };
+                    if s.copiers == 0 {
+                        s.state = State::Free;
+                        done |= bit;
+                    } else {
+                        s.state = State::Discarded;
+                        busy |= bit;
+                    }
+                    if bound {
+                        // The key stays in the slot: its index entry is
+                        // stale from now on.
+                        t.unlink(page);
+                        t.bound -= 1;
+                        t.push_stale(page);
+                    }
+                }
+                t.held -= done.count_ones() as usize;
+                self.stale_hint.store(t.stale, Ordering::Relaxed);
+                Some((done, busy))
+            });
+            let Some((mut done, mut busy)) = marked else {
+                break;
             };
-            let was_bound = s.state != State::Dead;
-            let done = s.copiers == 0;
-            s.state = if done { State::Free } else { State::Discarded };
-            if was_bound {
-                t.unlink(page);
-                t.bound -= 1;
+            let held = (done | busy).count_ones() as usize;
+            while busy != 0 {
+                C::Platform::relax();
+                self.pages.with(|t| {
+                    let mut left = busy;
+                    while left != 0 {
+                        let i = left.trailing_zeros() as usize;
+                        left &= left - 1;
+                        let Some(s) = t.slots.get_mut(base + i) else {
+                            continue;
+                        };
+                        if s.copiers == 0 {
+                            s.state = State::Free;
+                            t.held -= 1;
+                            busy &= !(1u64 << i);
+                            done |= 1u64 << i;
+                        }
+                    }
+                });
             }
-            if done {
-                t.held -= 1;
+            if done != 0 {
+                freed(base, done);
             }
-            Some((first, stale, done))
-        });
-        let Some((first, stale, done)) = marked else {
-            return false;
-        };
-        if first {
-            Counters::add(&self.counters.discards, 1);
+            discarded += held;
+            base += DISCARD_CHUNK;
         }
-        while !done
-            && !self.pages.with(|t| {
-                let Some(s) = t.slots.get_mut(page) else {
-                    return true;
-                };
-                if s.state != State::Discarded {
-                    // Freed by a concurrent discard of the same page.
-                    return true;
-                }
-                if s.copiers != 0 {
-                    return false;
-                }
-                s.state = State::Free;
-                t.held -= 1;
-                true
-            })
-        {
-            C::Platform::relax();
-        }
-        if let Some((key, h)) = stale {
+        Counters::add(&self.counters.discards, discarded);
+        discarded
+    }
+
+    /// Removes up to `max` stale index entries (of pages discarded while
+    /// bound), oldest discards last; returns how many it removed.  Never
+    /// sleeps; takes the page lock and then one bucket lock per entry.
+    pub(crate) fn reap(&self, max: usize) -> usize {
+        let mut n = 0;
+        while n < max && self.stale_hint.load(Ordering::Relaxed) != 0 {
+            let Some((key, h)) = self.pages.with(|t| {
+                let e = t.pop_stale();
+                self.stale_hint.store(t.stale, Ordering::Relaxed);
+                e
+            }) else {
+                break;
+            };
             self.forget(&key, h);
+            n += 1;
         }
-        true
+        n
     }
 
     /// Returns the handle of the entry of `key`, if it is ready (a
@@ -1136,25 +1311,30 @@ impl<C: Config> Dmem<C> {
 
     /// Checks the consistency of a quiescent instance (no operation in
     /// flight): the page-table invariants, no page busy, dead or discarded,
-    /// and the index and the bound pages in one-to-one correspondence,
-    /// every index entry naming a ready page bound to its key in the key's
-    /// bucket.  Returns the number of entries.
+    /// the index and the bound pages in one-to-one correspondence, every
+    /// live index entry naming a ready page bound to its key in the key's
+    /// bucket, and every other index entry a stale entry of a slot on the
+    /// stale list.  Returns the number of live entries.
     ///
     /// Fails with `EINVAL` on the first inconsistency.  Costs time linear in
     /// the size of the instance: for debugging and tests.
     pub(crate) fn check_quiescent(&self) -> Result<usize> {
         let ok = |cond: bool| if cond { Ok(()) } else { Err(EINVAL) };
-        let mut entries = 0usize;
+        let (mut entries, mut stale_entries) = (0usize, 0usize);
         for (i, b) in self.buckets.iter().enumerate() {
             b.with(|m| {
                 let mut res = Ok(());
                 m.for_each(|k, h| {
-                    entries += 1;
-                    let good = self.pages.with(|t| {
-                        t.is(h, State::Ready)
-                            && t.slots.get(h.page).and_then(|s| s.key.as_ref()) == Some(k)
-                    }) && core::ptr::eq(self.bucket(k), &self.buckets[i]);
-                    if !good {
+                    let (live, stale) = self.pages.with(|t| {
+                        let s = t.slots.get(h.page);
+                        let keyed = s.and_then(|s| s.key.as_ref()) == Some(k)
+                            && s.is_some_and(|s| s.seq == h.seq);
+                        let ready = t.is(h, State::Ready);
+                        (keyed && ready, keyed && !ready && t.is(h, State::Free))
+                    });
+                    entries += usize::from(live);
+                    stale_entries += usize::from(stale);
+                    if !(live || stale) || !core::ptr::eq(self.bucket(k), &self.buckets[i]) {
                         res = Err(EINVAL);
                     }
                 });
@@ -1162,11 +1342,11 @@ impl<C: Config> Dmem<C> {
             })?;
         }
         self.pages.with(|t| {
-            let (mut held, mut bound) = (0usize, 0usize);
+            let (mut held, mut bound, mut keyed_free) = (0usize, 0usize, 0usize);
             for s in t.slots.iter() {
                 ok(s.copiers == 0)?;
                 match s.state {
-                    State::Free => ok(s.key.is_none())?,
+                    State::Free => keyed_free += usize::from(s.key.is_some()),
                     State::Ready => {
                         ok(s.key.is_some())?;
                         held += 1;
@@ -1176,6 +1356,7 @@ impl<C: Config> Dmem<C> {
                 }
             }
             ok(held == t.held && bound == t.bound && bound == entries)?;
+            ok(keyed_free == t.stale && stale_entries <= t.stale)?;
             // Walk the LRU list both ways.
             let (mut n, mut p, mut prev) = (0usize, t.head, NIL);
             while p != NIL {
@@ -1187,8 +1368,24 @@ impl<C: Config> Dmem<C> {
                 p = s.next;
             }
             ok(n == bound && t.tail == prev)?;
+            // And the stale list.
+            let (mut n, mut p, mut prev) = (0usize, t.stale_head, NIL);
+            while p != NIL {
+                let s = t.slots.get(p).ok_or(EINVAL)?;
+                ok(s.state == State::Free && s.key.is_some() && s.prev == prev)?;
+                n += 1;
+                ok(n <= t.stale)?;
+                prev = p;
+                p = s.next;
+            }
+            ok(n == t.stale)?;
             Ok(entries)
         })
+    }
+
+    /// Entries on the stale list (a snapshot, for tests and debugging).
+    pub(crate) fn stale_entries(&self) -> usize {
+        self.pages.with(|t| t.stale)
     }
 }
 

@@ -263,30 +263,49 @@ pub(crate) fn switch(client: c_uint, on: bool) -> Result {
     to_result(unsafe { bindings::gcma_dmem_switch(client, on) })
 }
 
-/// The discard hook: a contiguous allocation takes the lent page `pfn` of
-/// `area`.  Drops its data in whichever instance holds it, waits for its
-/// copies to finish and runs the page allocator's free steps on it, so it
-/// reaches the allocation in the state of a free page.  May sleep.
+/// The discard hook: a contiguous allocation takes the `count` pages from
+/// `pfn` of `area`, some of them lent.  Each instance drops the data of
+/// the pages it holds, chunk by chunk ([`Dmem::discard_range`]), waits for
+/// their copies to finish, and the page allocator's free steps run on
+/// them, so they reach the allocation in the state of free pages.  May
+/// sleep.
 ///
 /// # Safety
 ///
-/// None beyond the FFI contract: any `area` and `pfn` are handled, as the
-/// pointer is only compared with those of the areas in service.
-unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong) {
+/// None beyond the FFI contract: any `area`, `pfn` and `count` are
+/// handled, as the pointer is only compared with those of the areas in
+/// service and the range is checked against the area.
+unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong, count: c_ulong) {
+    use crate::profile::{end, start, Phase};
+
     let Some(d) = dmems() else { return };
-    let Some(page) = d.areas.index_of(area, pfn) else {
+    let (Some(first), Some(_)) = (
+        d.areas.index_of(area, pfn),
+        count
+            .checked_sub(1)
+            .and_then(|n| d.areas.index_of(area, pfn.checked_add(n)?)),
+    ) else {
         return;
     };
-    let t = crate::profile::start();
-    if d.file.dmem.discard(page) || d.swap.dmem.discard(page) {
-        let t = crate::profile::end(crate::profile::Phase::DmemDiscard, t);
-        // SAFETY: the page was lent by the supply (allocation steps done)
-        // and no copy is in flight any more.
-        if !unsafe { bindings::gcma_unlend_page(pfn) } {
-            pr_err!("dmem: discarded page at pfn {:#x} in a bad state\n", pfn);
+    let mut t = start();
+    let mut unlend = |base: usize, mut mask: u64| {
+        t = end(Phase::DmemDiscard, t);
+        while mask != 0 {
+            // `base + i >= first` for every bit `i` set: the pages are in
+            // the range.
+            let p = pfn + (base + mask.trailing_zeros() as usize - first);
+            mask &= mask - 1;
+            // SAFETY: the page was lent by the supply (allocation steps
+            // done) and no copy is in flight any more.
+            if !unsafe { bindings::gcma_unlend_page(p) } {
+                pr_err!("dmem: discarded page at pfn {:#x} in a bad state\n", p);
+            }
         }
-        crate::profile::end(crate::profile::Phase::Unlend, t);
-    }
+        t = end(Phase::Unlend, t);
+    };
+    d.file.dmem.discard_range(first, count, &mut unlend);
+    d.swap.dmem.discard_range(first, count, &mut unlend);
+    end(Phase::DmemDiscard, t);
 }
 
 /// Fills `*st` with the counters of client `client`: 0, or `-ENODEV` if

@@ -74,13 +74,14 @@ pub(crate) mod profile {
     pub(crate) enum Phase {
         /// Map search and claim, under the map lock (all lock rounds).
         Search,
-        /// Finding the next lent page of the claimed range (map lock).
-        NextLent,
-        /// One call of the discard hook, as the allocator sees it.
+        /// The call of the discard hook for the claimed range, as the
+        /// allocator sees it.
         Hook,
-        /// The DMEM instances dropping a page (inside the hook).
+        /// The DMEM instances dropping the pages they hold (inside the
+        /// hook; timed per chunk of pages).
         DmemDiscard,
-        /// The page allocator's free steps on it (inside the hook).
+        /// The page allocator's free steps on them (inside the hook; timed
+        /// per chunk).
         Unlend,
         /// Clearing the lent bits of the claimed range (map lock).
         Finish,
@@ -88,7 +89,7 @@ pub(crate) mod profile {
 
     /// Number of [`Phase`]s.
     #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
-    pub(crate) const PHASES: usize = 6;
+    pub(crate) const PHASES: usize = 5;
 
     #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
     static ON: AtomicBool = AtomicBool::new(false);
@@ -159,12 +160,6 @@ type Map = area_map::AreaMap<KVec<usize>>;
 /// bounds the time the lock is held (with preemption off) to a few
 /// microseconds however fragmented the area is.
 const TRIES_PER_LOCK: usize = 32;
-
-/// Lent pages a discard looks up per round of the map lock.  The lent
-/// bits of a claimed range only ever get cleared meanwhile (a secondary
-/// client giving a page back), and the hook handles a page that is no
-/// longer lent, so looking several up at once is as safe as one by one.
-const DISCARD_BATCH: usize = 64;
 
 /// Times an allocation that found no room starts its search again from
 /// the first page, when pages it had passed were freed while it did not
@@ -252,37 +247,20 @@ impl Area {
 
     /// Has the secondary clients drop the lent pages of the freshly
     /// claimed range `start..start + count`, then clears their bits.
+    ///
+    /// The whole range goes to the discard hook in one call: the clients
+    /// know which pages they hold, and handle them in chunks, so neither
+    /// the map's lock nor the hook is taken once per page.  Pages lent in
+    /// the range when it was claimed stay lent until this clears them, and
+    /// no page of the range can be lent anew meanwhile (it is
+    /// primary-owned).
     fn discard(&self, start: usize, count: usize) {
-        let end = start + count;
-        let mut from = start;
-        let mut t = profile::start();
-        let mut batch = [0usize; DISCARD_BATCH];
-        loop {
-            // The lock is held only to find the next lent pages.
-            let n = {
-                let map = self.map.lock();
-                let mut n = 0;
-                while let Some(slot) = batch.get_mut(n) {
-                    let Some(page) = map.next_lent(from, end) else {
-                        break;
-                    };
-                    *slot = page;
-                    from = page + 1;
-                    n += 1;
-                }
-                n
-            };
-            t = profile::end(profile::Phase::NextLent, t);
-            if n == 0 {
-                break;
-            }
-            for &page in &batch[..n] {
-                // SAFETY: `c` is the static descriptor of this area; the
-                // hook is called without any GCMA lock held, as documented.
-                unsafe { bindings::gcma_call_discard(self.c, self.base_pfn + page) };
-                t = profile::end(profile::Phase::Hook, t);
-            }
-        }
+        let t = profile::start();
+        // SAFETY: `c` is the static descriptor of this area and the range
+        // is in it; the hook is called without any GCMA lock held, as
+        // documented.
+        unsafe { bindings::gcma_call_discard(self.c, self.base_pfn + start, count) };
+        let t = profile::end(profile::Phase::Hook, t);
         // The range is primary-owned, so this cannot fail.
         let dropped = self.map.lock().finish_discard(start, count).unwrap_or(0);
         profile::end(profile::Phase::Finish, t);

@@ -24,5 +24,10 @@ u64 gcma_bench_now_ns(void);
 u64 gcma_bench_ktime_ns(void);
 void gcma_bench_pause(void);
 void gcma_bench_set_fifo(void);
+int gcma_bench_cma_fill_start(struct cma *cma);
+void gcma_bench_cma_fill_stop(void);
+unsigned int gcma_bench_cma_fill(void);
+void gcma_bench_cma_fill_stats(unsigned long *added, unsigned long *dropped,
+			       unsigned long *failed_runs);
 
 #endif /* _SAMPLES_RUST_GCMA_BENCH_H */

@@ -19,6 +19,14 @@
 //! area lent when each allocation starts is measured and reported, and
 //! the synthetic entries are invalidated at the end.
 //!
+//! Symmetrically, before every CMA allocation the benchmark fills the free
+//! pages of the CMA area with movable pages that the allocation has to
+//! migrate (`gcma_bench_cma_fill()` in `gcma_bench.c`: clean, unmapped,
+//! unevictable page-cache folios of an internal file, placed in the area's
+//! free runs with `alloc_contig_range()`; the cheapest pages for CMA to
+//! migrate).  The share of the CMA area in use when each CMA allocation
+//! starts is measured and reported next to GCMA's lent share.
+//!
 //! For each size it prints mean, median, 99th percentile and maximum in
 //! microseconds, of the allocation, of the release and of both, the
 //! failures and the CMA/GCMA ratios, then every allocation latency,
@@ -39,7 +47,7 @@ use crate::{
 };
 use kernel::{
     c_str, delay,
-    ffi::{c_char, c_uint, c_ulong, c_void},
+    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
     mm::buddy::ContigPages,
     prelude::*,
 };
@@ -60,6 +68,14 @@ mod ffi {
         pub(super) fn gcma_bench_ktime_ns() -> u64;
         pub(super) fn gcma_bench_pause();
         pub(super) fn gcma_bench_set_fifo();
+        pub(super) fn gcma_bench_cma_fill_start(cma: *mut c_void) -> c_int;
+        pub(super) fn gcma_bench_cma_fill_stop();
+        pub(super) fn gcma_bench_cma_fill() -> c_uint;
+        pub(super) fn gcma_bench_cma_fill_stats(
+            added: *mut c_ulong,
+            dropped: *mut c_ulong,
+            failed_runs: *mut c_ulong,
+        );
     }
 }
 
@@ -319,6 +335,10 @@ struct SizeRun {
     /// allocation, in hundredths of a percent.
     lent_min: u64,
     lent_sum: u64,
+    /// Lowest and summed share of the CMA area in use at the start of a
+    /// CMA allocation, in hundredths of a percent.
+    occupied_min: u64,
+    occupied_sum: u64,
 }
 
 /// The sizes that fit both areas, ascending.
@@ -331,7 +351,7 @@ fn sizes(fit: usize) -> impl Iterator<Item = usize> {
 /// One table: `pick` selects the samples (allocation, release, both).
 fn print_table(pass: usize, what: &str, runs: &mut [SizeRun], pick: fn(&mut Series) -> &mut [u64]) {
     pr_info!(
-        "bench: pass {} {} latency, us: pages | CMA mean median p99 max fail | GCMA mean median p99 max fail | CMA/GCMA mean median | GCMA p99/median | lent% min mean\n",
+        "bench: pass {} {} latency, us: pages | CMA mean median p99 max fail | GCMA mean median p99 max fail | CMA/GCMA mean median | GCMA p99/median | lent% min mean | CMA occupied% min mean\n",
         pass,
         what
     );
@@ -339,9 +359,11 @@ fn print_table(pass: usize, what: &str, runs: &mut [SizeRun], pick: fn(&mut Seri
         let n = r.gcma.alloc.len().max(1) as u64;
         let (cf, gf) = (r.cma.failures, r.gcma.failures);
         let (lent_min, lent_mean) = (r.lent_min, r.lent_sum / n);
+        let nc = r.cma.alloc.len().max(1) as u64;
+        let (occ_min, occ_mean) = (r.occupied_min, r.occupied_sum / nc);
         match (summarise(pick(&mut r.cma)), summarise(pick(&mut r.gcma))) {
             (Some(c), Some(g)) => pr_info!(
-                "bench: {} {:5} | {} {} {} {} {} | {} {} {} {} {} | {} {} | {} | {} {}\n",
+                "bench: {} {:5} | {} {} {} {} {} | {} {} {} {} {} | {} {} | {} | {} {} | {} {}\n",
                 what,
                 r.pages,
                 Us(c.mean),
@@ -358,7 +380,9 @@ fn print_table(pass: usize, what: &str, runs: &mut [SizeRun], pick: fn(&mut Seri
                 Ratio(c.median, g.median),
                 Ratio(g.p99, g.median),
                 Pct(lent_min),
-                Pct(lent_mean)
+                Pct(lent_mean),
+                Pct(occ_min),
+                Pct(occ_mean)
             ),
             _ => pr_info!(
                 "bench: {} {:5} | CMA {} failed | GCMA {} failed\n",
@@ -427,10 +451,17 @@ fn pass(
             gcma: Series::new(reps)?,
             lent_min: u64::MAX,
             lent_sum: 0,
+            occupied_min: u64::MAX,
+            occupied_sum: 0,
         };
         for _ in 0..reps {
             pause();
             filler.fill();
+            // SAFETY: FFI call from process context, between
+            // `gcma_bench_cma_fill_start()` and `gcma_bench_cma_fill_stop()`.
+            let occupied = u64::from(unsafe { ffi::gcma_bench_cma_fill() });
+            r.occupied_min = r.occupied_min.min(occupied);
+            r.occupied_sum += occupied;
             r.cma.time_one(cma, count)?;
             let lent = filler.lent_bp();
             r.lent_min = r.lent_min.min(lent);
@@ -472,9 +503,9 @@ fn profile_pass(
     clock: u64,
 ) -> Result<usize> {
     pr_info!(
-        "bench: profile, GCMA, area filled, {} runs per size, {} probes per discarded page ({} ns each): ns per allocation: pages | alloc | search | next-lent | hook | finish | outside Rust | ns per discarded page: next-lent hook (dmem-discard unlend) | floor us | alloc/floor\n",
+        "bench: profile, GCMA, area filled, {} runs per size, 3 probes per allocation and 2 per chunk of {} pages ({} ns each): ns per allocation: pages | alloc | search | hook | finish | outside Rust | ns per discarded page: hook (dmem-discard unlend) | floor us | alloc/floor\n",
         reps,
-        4,
+        crate::dmem::DISCARD_CHUNK,
         clock
     );
     let mut failures = 0;
@@ -500,26 +531,23 @@ fn profile_pass(
         let sums = profile::sums();
         let per = |p: Phase| sums[p as usize].0 / n;
         let page = |p: Phase| sums[p as usize].0 / discarded.max(1);
-        let rust =
-            per(Phase::Search) + per(Phase::NextLent) + per(Phase::Hook) + per(Phase::Finish);
+        let rust = per(Phase::Search) + per(Phase::Hook) + per(Phase::Finish);
         let outside = a.mean.saturating_sub(rust);
         // The floor: the work the returned pages need, measured here:
         // the search, the C side, and per page only the discard itself
-        // (DMEM dropping the entry, the page allocator's free steps).
+        // (DMEM marking the page, the page allocator's free steps).
         let floor = per(Phase::Search)
             + per(Phase::Finish)
             + outside
             + (sums[Phase::DmemDiscard as usize].0 + sums[Phase::Unlend as usize].0) / n;
         pr_info!(
-            "bench: profile {:5} | {} | {} | {} | {} | {} | {} | {} {} ({} {}) | {} | {}\n",
+            "bench: profile {:5} | {} | {} | {} | {} | {} | {} ({} {}) | {} | {}\n",
             count,
             a.mean,
             per(Phase::Search),
-            per(Phase::NextLent),
             per(Phase::Hook),
             per(Phase::Finish),
             outside,
-            page(Phase::NextLent),
             page(Phase::Hook),
             page(Phase::DmemDiscard),
             page(Phase::Unlend),
@@ -537,7 +565,7 @@ fn run(reps: usize) -> Result {
     };
     let mut filler = Filler::new(c_str!("gcma0"))?;
     pr_info!(
-        "bench: latency, us; CMA 'reserved' {} pages, GCMA 'gcma0' {} pages, {} runs per size; gcma0 filled with DMEM swap pages before each GCMA allocation\n",
+        "bench: latency, us; CMA 'reserved' {} pages, GCMA 'gcma0' {} pages, {} runs per size; gcma0 filled with DMEM swap pages before each GCMA allocation, the free runs of 'reserved' with movable page-cache folios before each CMA allocation\n",
         cma.1,
         gcma.1,
         reps
@@ -551,12 +579,30 @@ fn run(reps: usize) -> Result {
     // First as any task would call, then with the pressure kept off the
     // CPU while a call runs: the first includes the time a call waits
     // for the CPU, the second is the allocators' own cost.
+    // SAFETY: FFI call from process context; `cma.0` is a CMA area.
+    kernel::error::to_result(unsafe { ffi::gcma_bench_cma_fill_start(cma.0) })?;
     pr_info!("bench: pass 1 of 2: normal priority, preemptible by the pressure program\n");
-    let (c1, g1) = pass(1, cma, gcma, reps, &mut filler)?;
-    // SAFETY: FFI call from the benchmark's own kthread.
-    unsafe { ffi::gcma_bench_set_fifo() };
-    pr_info!("bench: pass 2 of 2: SCHED_FIFO, a timed call runs until it sleeps\n");
-    let (c2, g2) = pass(2, cma, gcma, reps, &mut filler)?;
+    let passes = pass(1, cma, gcma, reps, &mut filler).and_then(|(c1, g1)| {
+        // SAFETY: FFI call from the benchmark's own kthread.
+        unsafe { ffi::gcma_bench_set_fifo() };
+        pr_info!("bench: pass 2 of 2: SCHED_FIFO, a timed call runs until it sleeps\n");
+        let (c2, g2) = pass(2, cma, gcma, reps, &mut filler)?;
+        Ok((c1, g1, c2, g2))
+    });
+    let (mut added, mut dropped, mut failed_runs): (c_ulong, c_ulong, c_ulong) = (0, 0, 0);
+    // SAFETY: FFI calls from process context, after the start; the
+    // pointers are valid for writes.
+    unsafe {
+        ffi::gcma_bench_cma_fill_stats(&mut added, &mut dropped, &mut failed_runs);
+        ffi::gcma_bench_cma_fill_stop();
+    }
+    pr_info!(
+        "bench: CMA fill: {} folios added, {} dropped after migrating out of the area, {} free runs not taken\n",
+        added,
+        dropped,
+        failed_runs
+    );
+    let (c1, g1, c2, g2) = passes?;
     let g3 = profile_pass(gcma, cma.1, reps.min(PROFILE_REPS), &mut filler, clock)?;
     let cleared = filler.clear();
     let (total, used, lent) = filler.area.page_counts();
