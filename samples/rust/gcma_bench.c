@@ -408,8 +408,12 @@ static ssize_t gcma_bench_write(struct file *file, const char __user *ubuf,
 	}
 	kthread_bind(t, raw_smp_processor_id());
 	wake_up_process(t);
-	/* The job lives on this stack: wait even if a signal comes. */
-	wait_for_completion(&job.done);
+	/*
+	 * The job lives on this stack: wait even if a signal comes.  TASK_IDLE
+	 * so that a run longer than the hung-task timeout (a debug kernel, a
+	 * loaded machine) is not reported as a hung task.
+	 */
+	wait_for_completion_state(&job.done, TASK_IDLE);
 	mutex_unlock(&gcma_bench_lock);
 	return len;
 }
