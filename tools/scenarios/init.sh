@@ -45,6 +45,17 @@ fi
 mkdir -p "$SCN_RESULTS"
 hostname scenario 2>/dev/null
 
+# With kmemleak on, its thread scans on its own 60 s after boot and then
+# every 10 minutes, holding the scan mutex for the whole scan (many seconds
+# under KASAN and TCG).  A scan we ask for (a scenario's, or the tail's
+# below) then sleeps uninterruptibly on that mutex, or leaves the thread
+# sleeping on it, long enough for the tail's 5 s hung-task timeout to
+# report it.  Only the scans we ask for are wanted: stop the thread.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan=off >/sys/kernel/debug/kmemleak 2>/dev/null ||
+		msg "cannot stop kmemleak's automatic scans"
+fi
+
 list=
 tail=0
 # shellcheck disable=SC2013 # words, not lines
