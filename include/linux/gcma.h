@@ -46,6 +46,8 @@ struct super_block;
  * @freed: blocks the page allocator gave back (linked by page->lru, order
  *	in page->private), not yet freed in the map
  * @nr_freed: pages in @freed
+ * @thp: reserved with ":thp": serves transparent huge pages only (not a
+ *	CMA area); see include/linux/gcma_thp.h
  */
 struct gcma_area {
 	char name[GCMA_AREA_NAME_LEN];
@@ -58,6 +60,7 @@ struct gcma_area {
 	spinlock_t free_lock;		/* @freed, @nr_freed; irqs off */
 	struct list_head freed;
 	unsigned long nr_freed;
+	bool thp;
 };
 
 /**
@@ -206,6 +209,49 @@ bool gcma_dmem_boot_enabled(unsigned int client);
 void gcma_dmem_sysfs_add(void);
 int gcma_dmem_switch(unsigned int client, bool on);
 
+/* Guaranteed THP (mm/gcma_rs/thp.c, thp.rs): /sys/kernel/mm/gcma/thp/mode. */
+enum gcma_thp_mode {
+	GCMA_THP_NEVER,		/* buddy allocator only */
+	GCMA_THP_FALLBACK,	/* buddy allocator first, then GCMA */
+	GCMA_THP_ALWAYS,	/* GCMA first, then the buddy allocator */
+	GCMA_THP_NR_MODES,
+};
+
+/* Where a THP allocation looks, in order (the Rust decision's answer). */
+enum gcma_thp_plan {
+	GCMA_THP_PLAN_BUDDY,
+	GCMA_THP_PLAN_BUDDY_GCMA,
+	GCMA_THP_PLAN_GCMA_BUDDY,
+};
+
+/* Who asks for a GCMA THP. */
+enum gcma_thp_user {
+	GCMA_THP_FAULT,		/* the anonymous PMD fault */
+	GCMA_THP_COLLAPSE,	/* khugepaged's (or MADV_COLLAPSE's) anonymous collapse */
+};
+
+/**
+ * struct gcma_thp_stats - /sys/kernel/mm/gcma/thp/stat
+ * @fault_alloc: PMD faults that got their folio from GCMA
+ * @fault_fail: PMD faults that asked GCMA and found no room
+ * @collapse_alloc: anonymous collapses that got their folio from GCMA
+ * @collapse_fail: anonymous collapses that asked GCMA and found no room
+ */
+struct gcma_thp_stats {
+	u64 fault_alloc;
+	u64 fault_fail;
+	u64 collapse_alloc;
+	u64 collapse_fail;
+};
+
+struct vm_area_struct;
+
+#ifdef CONFIG_GCMA_THP
+void __init gcma_thp_init(void);
+#else
+static inline void gcma_thp_init(void) { }
+#endif
+
 /* Implemented in Rust (mm/gcma_rs/gcma.rs). */
 int gcma_rs_init(void);
 int gcma_rs_alloc(const void *rs, unsigned long count, unsigned int align,
@@ -214,6 +260,19 @@ int gcma_rs_begin_release(const void *rs, unsigned long start,
 			  unsigned long count);
 int gcma_rs_free(const void *rs, unsigned long start, unsigned long count);
 void gcma_rs_stats(const void *rs, struct gcma_stats *st);
+/* Guaranteed THP (mm/gcma_rs/thp.rs). */
+int gcma_rs_thp_set_mode(unsigned int mode);
+unsigned int gcma_rs_thp_mode(void);
+unsigned int gcma_rs_thp_nr_areas(void);
+int gcma_rs_thp_fault_plan(struct vm_area_struct *vma, unsigned long haddr);
+int gcma_rs_thp_collapse_plan(void);
+struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, unsigned int user);
+void gcma_rs_thp_stats(struct gcma_thp_stats *st);
+/* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
+struct folio *gcma_thp_test_collapse_alloc(void);
+int gcma_thp_test_check(struct folio *folio);
+bool gcma_thp_test_in_thp_area(struct folio *folio);
+void gcma_thp_test_put(struct folio *folio, bool irqs_off);
 /* DMEM (mm/gcma_rs/dmem_client.rs); -ENODEV without an instance. */
 int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
 int gcma_dmem_rs_enabled(unsigned int client);

@@ -538,6 +538,14 @@ static struct gcma_stat_attr gcma_stat_attrs[] = {
 	  offsetof(struct gcma_stats, release_pending_pages) },
 };
 
+/* 1 for an area reserved with ":thp" (transparent huge pages only). */
+static ssize_t thp_show(struct kobject *kobj, struct kobj_attribute *attr,
+			char *buf)
+{
+	return sysfs_emit(buf, "%d\n", gcma_kobj_area(kobj)->thp);
+}
+static struct kobj_attribute gcma_thp_attr = __ATTR_RO(thp);
+
 static struct attribute *gcma_attrs[] = {
 	&gcma_stat_attrs[0].attr.attr,
 	&gcma_stat_attrs[1].attr.attr,
@@ -546,6 +554,7 @@ static struct attribute *gcma_attrs[] = {
 	&gcma_stat_attrs[4].attr.attr,
 	&gcma_stat_attrs[5].attr.attr,
 	&gcma_stat_attrs[6].attr.attr,
+	&gcma_thp_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(gcma);

@@ -16,6 +16,9 @@
 //!   has no kernel dependencies and also builds on the host
 //!   (`tools/host/crates/gcma-core`).
 //! - [`boot`]: the areas `reserve.c` set aside at boot.
+//! - `thp`: guaranteed THP, the policy that lets THP faults and collapses
+//!   take PMD-sized folios from areas reserved for them (`thp.c` is its C
+//!   side).
 //!
 //! This file holds the allocator state of each area in service, [`Area`],
 //! and the functions the C glue (`area.c`) calls: `area.c` owns the
@@ -47,11 +50,15 @@ mod dmem;
 #[allow(dead_code)]
 mod dmem_client;
 mod dmem_kernel;
+#[cfg(CONFIG_GCMA_THP)]
+mod thp;
 
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod dmem_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
+#[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP))]
+mod thp_tests;
 
 // The benchmark sample cannot import this built-in crate, so the crate
 // includes it (samples/rust/rust_gcma_bench.rs).
@@ -289,6 +296,13 @@ impl Area {
         (map.nr_pages(), map.primary_used(), map.secondary_lent())
     }
 
+    /// Whether the area was reserved for THP (`gcma=<size>:thp`).
+    pub(crate) fn is_thp(&self) -> bool {
+        // SAFETY: `c` is the static descriptor of the area, whose `thp`
+        // `reserve.c` set at boot, before any Rust code ran.
+        unsafe { (*self.c).thp }
+    }
+
     /// The area's name, `gcma<N>`.
     pub(crate) fn name(&self) -> &'static CStr {
         // SAFETY: `c` is the static descriptor of the area, whose `name`
@@ -340,6 +354,8 @@ fn init_area(area: &boot::ReservedArea) -> Result<&'static Area> {
         free,
         if area.has_cma() {
             ", CMA interface"
+        } else if state.is_thp() {
+            ", THP only"
         } else {
             ""
         }
@@ -367,6 +383,8 @@ pub extern "C" fn gcma_rs_init() -> c_int {
             Err(e) => pr_err!("{}: cannot set up the area: {:?}\n", area.name(), e),
         }
     }
+    #[cfg(CONFIG_GCMA_THP)]
+    thp::init(ready.iter().copied().filter(|a| a.is_thp()));
     if !ready.is_empty() {
         pr_info!("{} area(s) ready\n", ready.len());
         if let Err(e) = dmem_client::init(&ready) {

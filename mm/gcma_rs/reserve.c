@@ -2,8 +2,9 @@
 /*
  * Boot-time reservation of GCMA areas.
  *
- * "gcma=<size>[@<base>]" may be given several times; each occurrence asks
- * for one area.  Parameters are checked when parsed, memory is taken from
+ * "gcma=<size>[@<base>][:thp]" may be given several times; each occurrence
+ * asks for one area (":thp": one that serves transparent huge pages only,
+ * see thp.c).  Parameters are checked when parsed, memory is taken from
  * memblock in gcma_reserve() (called by the architecture's setup code right
  * after the DMA CMA area is reserved), and a request that cannot be met is
  * dropped with a message: the kernel always boots, with the areas it could
@@ -37,6 +38,7 @@ struct gcma_request {
 	phys_addr_t size;
 	phys_addr_t base;
 	bool fixed;		/* base given on the command line */
+	bool thp;		/* ":thp": an area for transparent huge pages */
 };
 
 static struct gcma_request gcma_requests[GCMA_MAX_AREAS] __initdata;
@@ -59,8 +61,16 @@ static int __init gcma_parse(char *arg)
 		req.base = memparse(end + 1, &end);
 		req.fixed = true;
 	}
+	if (!strcmp(end, ":thp")) {
+		if (!IS_ENABLED(CONFIG_GCMA_THP)) {
+			pr_err("invalid gcma=%s: THP areas need CONFIG_GCMA_THP\n", arg);
+			return 0;
+		}
+		req.thp = true;
+		end += strlen(end);
+	}
 	if (*end) {
-		pr_err("invalid gcma=%s: expected <size>[@<base>]\n", arg);
+		pr_err("invalid gcma=%s: expected <size>[@<base>][:thp]\n", arg);
 		return 0;
 	}
 	if (!req.size || !PAGE_ALIGNED(req.size)) {
@@ -74,6 +84,13 @@ static int __init gcma_parse(char *arg)
 	}
 	if (req.fixed && req.base + req.size < req.base) {
 		pr_err("invalid gcma=%s: area wraps around the address space\n", arg);
+		return 0;
+	}
+	/* A THP area is carved into PMD-sized, PMD-aligned folios. */
+	if (req.thp && (!IS_ALIGNED(req.size, PMD_SIZE) ||
+			!IS_ALIGNED(req.base, PMD_SIZE))) {
+		pr_err("invalid gcma=%s: a THP area's size and base must be multiples of %lu MiB\n",
+		       arg, PMD_SIZE >> 20);
 		return 0;
 	}
 	if (gcma_nr_requests == GCMA_MAX_AREAS) {
@@ -185,10 +202,14 @@ void __init gcma_reserve(void)
 		snprintf(area->name, sizeof(area->name), "gcma%u", gcma_nr_areas);
 		area->base = base;
 		area->size = req->size;
+		area->thp = req->thp;
 		gcma_nr_areas++;
-		pr_info("area %s reserved: %llu MiB at %pa\n", area->name,
-			(unsigned long long)(req->size >> 20), &area->base);
-		gcma_register_cma(area);
+		pr_info("area %s reserved: %llu MiB at %pa%s\n", area->name,
+			(unsigned long long)(req->size >> 20), &area->base,
+			area->thp ? ", for THP" : "");
+		/* THP areas keep out of CMA: devices cannot drain them. */
+		if (!area->thp)
+			gcma_register_cma(area);
 	}
 	if (gcma_dma_cma)
 		gcma_set_dma_default();
@@ -235,6 +256,8 @@ static int __init gcma_init(void)
 	/* An architecture whose setup code does not call gcma_reserve(). */
 	if (gcma_nr_requests && !gcma_reserve_called)
 		pr_err("gcma= ignored: this architecture does not reserve GCMA areas\n");
-	return gcma_rs_init();
+	gcma_rs_init();
+	gcma_thp_init();
+	return 0;
 }
 subsys_initcall(gcma_init);

@@ -2,8 +2,11 @@
 
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
+#include <linux/huge_mm.h>
 #include <linux/mm.h>
+#include <linux/mmap_lock.h>
 #include <linux/nodemask.h>
+#include <linux/sched/mm.h>
 #include <linux/smp.h>
 #include <linux/topology.h>
 
@@ -81,3 +84,119 @@ struct page *rust_helper_pfn_to_page(unsigned long pfn)
 {
 	return pfn_to_page(pfn);
 }
+
+/* Address spaces and VMAs (kernel::mm::vma). */
+
+/* The current task's mm with a user reference, or NULL (kernel thread). */
+struct mm_struct *rust_helper_rsmm_current_mm_get(void)
+{
+	return get_task_mm(current);
+}
+
+void rust_helper_rsmm_mmget(struct mm_struct *mm)
+{
+	mmget(mm);
+}
+
+void rust_helper_rsmm_mmput(struct mm_struct *mm)
+{
+	mmput(mm);
+}
+
+void rust_helper_rsmm_mmap_read_lock(struct mm_struct *mm)
+{
+	mmap_read_lock(mm);
+}
+
+void rust_helper_rsmm_mmap_read_unlock(struct mm_struct *mm)
+{
+	mmap_read_unlock(mm);
+}
+
+struct vm_area_struct *rust_helper_rsmm_vma_lookup(struct mm_struct *mm,
+						   unsigned long addr)
+{
+	return vma_lookup(mm, addr);
+}
+
+/* The range and the flags sit in unions: read them here. */
+unsigned long rust_helper_rsmm_vma_start(const struct vm_area_struct *vma)
+{
+	return vma->vm_start;
+}
+
+unsigned long rust_helper_rsmm_vma_end(const struct vm_area_struct *vma)
+{
+	return vma->vm_end;
+}
+
+unsigned long rust_helper_rsmm_vma_flags(const struct vm_area_struct *vma)
+{
+	return vma->vm_flags;
+}
+
+bool rust_helper_rsmm_vma_is_anonymous(struct vm_area_struct *vma)
+{
+	return vma_is_anonymous(vma);
+}
+
+/*
+ * PMD-sized THP allowed by the sysfs settings, madvise/prctl and the kind,
+ * as the page-fault path asks (khugepaged's extra conditions left out).
+ */
+bool rust_helper_rsmm_vma_thp_allowed(struct vm_area_struct *vma)
+{
+	return thp_vma_allowable_order(vma, vma->vm_flags,
+				       TVA_IN_PF | TVA_ENFORCE_SYSFS, PMD_ORDER);
+}
+
+bool rust_helper_rsmm_vma_pmd_fits(struct vm_area_struct *vma,
+				   unsigned long addr)
+{
+	return thp_vma_suitable_order(vma, addr, PMD_ORDER);
+}
+
+#ifdef CONFIG_KUNIT
+/*
+ * Test fixture of Mm::new_for_test(): a new, never-run address space with
+ * one anonymous VMA over [@start, @end), linked the way exec links its
+ * first stack VMA.  Torn down by the last mmput().
+ */
+int rust_helper_rsmm_test_mm_new(unsigned long start, unsigned long end,
+				 bool hugepage, struct mm_struct **out)
+{
+	vm_flags_t flags = VM_READ | VM_WRITE | VM_MAYREAD | VM_MAYWRITE;
+	struct vm_area_struct *vma;
+	struct mm_struct *mm;
+	int ret;
+
+	if (start >= end || !PAGE_ALIGNED(start) || !PAGE_ALIGNED(end) ||
+	    end > TASK_SIZE_MAX)
+		return -EINVAL;
+	if (hugepage)
+		flags |= VM_HUGEPAGE;
+	mm = mm_alloc();
+	if (!mm)
+		return -ENOMEM;
+	vma = vm_area_alloc(mm);
+	if (!vma) {
+		mmput(mm);
+		return -ENOMEM;
+	}
+	vma->vm_start = start;
+	vma->vm_end = end;
+	vm_flags_init(vma, flags);
+	vma->vm_page_prot = vm_get_page_prot(flags);
+	vma_set_anonymous(vma);
+	mmap_write_lock(mm);
+	ret = insert_vm_struct(mm, vma);
+	mmap_write_unlock(mm);
+	if (ret) {
+		vm_area_free(vma);
+		mmput(mm);
+		return ret;
+	}
+	*out = mm;
+	return 0;
+}
+#endif

@@ -10,6 +10,7 @@
 pub mod buddy;
 pub mod numa;
 pub mod page_ref;
+pub mod vma;
 
 pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 

@@ -106,9 +106,11 @@ set +e
 # gcma=1028K: a second area, below 2 MiB so placed by memblock at page
 # alignment, right below the first: at an odd page frame number (gcma_cma's
 # alignment case).
+# gcma=8M:thp: a THP area of four PMD blocks for gcma_thp, which fills it.
 # init_on_alloc=1: GCMA allocations must be zeroed as the page allocator's.
 "${kunit[@]}" exec "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
-	--kernel_args="gcma=16M" --kernel_args="gcma=1028K" --kernel_args="gcma.dma_cma=1" \
+	--kernel_args="gcma=16M" --kernel_args="gcma=1028K" --kernel_args="gcma=8M:thp" \
+	--kernel_args="gcma.dma_cma=1" \
 	--kernel_args="init_on_alloc=1" "${args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e

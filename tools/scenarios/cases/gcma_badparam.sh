@@ -1,10 +1,16 @@
 # shellcheck shell=dash
 # description: invalid or impossible gcma= values are rejected with a reason, boot continues
-# append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M
+# append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma.thp_mode=sometimes
 
 # Malformed values are refused when parsed.
 check rejects_zero expect_dmesg 'gcma: invalid gcma=0: size must be a non-zero multiple'
-check rejects_garbage expect_dmesg 'gcma: invalid gcma=12345xyz: expected <size>\[@<base>\]'
+check rejects_garbage expect_dmesg 'gcma: invalid gcma=12345xyz: expected <size>\[@<base>\]\[:thp\]'
+# THP areas: whole 2 MiB blocks, and ":thp" spelled exactly.
+check rejects_thp_size expect_dmesg 'gcma: invalid gcma=3M:thp: a THP area.s size and base must be multiples of 2 MiB'
+check rejects_thp_base expect_dmesg 'gcma: invalid gcma=4M@0x1000:thp: a THP area.s size and base must be multiples of 2 MiB'
+check rejects_thp_suffix expect_dmesg 'gcma: invalid gcma=4M:thpx: expected <size>\[@<base>\]\[:thp\]'
+check rejects_thp_case expect_dmesg 'gcma: invalid gcma=4M:THP: expected <size>\[@<base>\]\[:thp\]'
+check rejects_thp_mode expect_dmesg 'gcma: gcma.thp_mode=sometimes: expected never, fallback or always; stays fallback'
 check rejects_unaligned expect_dmesg 'gcma: invalid gcma=1M@0x1001: base must be page aligned'
 # Well-formed but impossible requests are refused when memory is reserved.
 check rejects_too_large expect_dmesg 'gcma: area of .* bytes is larger than memory; not reserved'
@@ -12,4 +18,18 @@ check rejects_overlap expect_dmesg 'gcma: \[0x0+\+0x0*400000\] (overlaps reserve
 # The one valid request still gets its area, named gcma0.
 check valid_one_kept expect_dmesg 'gcma: area gcma0 reserved: 8 MiB at 0x'
 check only_one_area expect_no_dmesg 'gcma: area gcma1 reserved'
+# A bad mode leaves the default; the sysfs file refuses bad modes too.
+check thp_mode_default expect_file_contains /sys/kernel/mm/gcma/thp/mode '^never \[fallback\] always$'
+thp_mode_write() {
+	if echo "$1" >/sys/kernel/mm/gcma/thp/mode; then
+		echo "'$1' accepted"
+		return 1
+	fi
+	echo "'$1' refused"
+}
+check thp_mode_bad_write thp_mode_write sometimes
+check thp_mode_unchanged expect_file_contains /sys/kernel/mm/gcma/thp/mode '^never \[fallback\] always$'
+check thp_mode_write_always sh -c 'echo always >/sys/kernel/mm/gcma/thp/mode'
+check thp_mode_always expect_file_contains /sys/kernel/mm/gcma/thp/mode '^never fallback \[always\]$'
+check thp_area_not_thp expect_file_contains /sys/kernel/mm/gcma/gcma0/thp '^0$'
 check no_splat no_splat

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Guaranteed THP: GCMA areas marked ":thp" as a source of PMD-sized
+ * anonymous folios for the huge page fault and khugepaged's collapse.
+ *
+ * Each wrapper below replaces one allocation call of those paths.  While
+ * the static key is off (mode "never", no THP area, or CONFIG_GCMA_THP=n)
+ * it is that call and nothing else.  When it is on, the out-of-line glue
+ * (mm/gcma_rs/thp.c) asks the Rust decision (mm/gcma_rs/thp.rs) where to
+ * look, in which order: the buddy allocator, a GCMA THP area, or both.
+ * A full area is an ordinary allocation failure: the caller falls back to
+ * base pages as it always does.  See Documentation/mm/gcma.rst.
+ */
+#ifndef _LINUX_GCMA_THP_H
+#define _LINUX_GCMA_THP_H
+
+#include <linux/gfp.h>
+#include <linux/jump_label.h>
+#include <linux/mm_types.h>
+#include <linux/nodemask.h>
+#include <linux/pgtable.h>
+
+#ifdef CONFIG_GCMA_THP
+DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
+struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
+				   unsigned long haddr);
+struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask);
+#endif
+
+/**
+ * gcma_vma_alloc_thp() - allocate the folio of an anonymous PMD fault
+ * @gfp: the fault's THP allocation flags (vma_thp_gfp_mask())
+ * @vma: the faulting VMA, locked by the fault path
+ * @haddr: the PMD-aligned address
+ *
+ * Return: a large rmappable folio of PMD order, or NULL (fall back).
+ */
+static inline struct folio *gcma_vma_alloc_thp(gfp_t gfp,
+					       struct vm_area_struct *vma,
+					       unsigned long haddr)
+{
+#ifdef CONFIG_GCMA_THP
+	if (static_branch_unlikely(&gcma_thp_on))
+		return __gcma_vma_alloc_thp(gfp, vma, haddr);
+#endif
+	return vma_alloc_folio(gfp, PMD_ORDER, vma, haddr, true);
+}
+
+/**
+ * gcma_collapse_alloc_thp() - allocate the folio of a khugepaged collapse
+ * @gfp: the collapse's allocation flags
+ * @nid: the preferred node
+ * @nmask: the allowed nodes
+ * @anon: an anonymous collapse; GCMA serves no other
+ *
+ * Return: a large rmappable folio of PMD order, or NULL.
+ */
+static inline struct folio *gcma_collapse_alloc_thp(gfp_t gfp, int nid,
+						    nodemask_t *nmask, bool anon)
+{
+#ifdef CONFIG_GCMA_THP
+	if (anon && static_branch_unlikely(&gcma_thp_on))
+		return __gcma_collapse_alloc_thp(gfp, nid, nmask);
+#endif
+	return __folio_alloc(gfp, PMD_ORDER, nid, nmask);
+}
+
+#endif /* _LINUX_GCMA_THP_H */

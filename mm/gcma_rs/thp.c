@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GCMA: guaranteed transparent huge pages, the C side.
+ *
+ * An area reserved with "gcma=<size>[@<base>]:thp" serves PMD-sized
+ * anonymous folios when the buddy allocator has no free block of that
+ * order.  The policy and the choice of area are Rust (thp.rs); this file
+ * holds what the fault and collapse paths call (include/linux/gcma_thp.h),
+ * the static key that keeps those paths untouched while the feature is
+ * off, "gcma.thp_mode=" and /sys/kernel/mm/gcma/thp/.
+ *
+ * The folio is an ordinary compound page of the area (gcma_alloc_gfp()
+ * with __GFP_COMP); its caller charges it to the memcg and maps it like
+ * any THP.  However it is freed later (whole, split into base pages,
+ * after migration), its pages reach the page allocator's free path, whose
+ * pfn check (gcma_free_page()) returns them to the area.
+ */
+
+#define pr_fmt(fmt) "gcma: " fmt
+
+#include <linux/gcma.h>
+#include <linux/gcma_thp.h>
+#include <linux/init.h>
+#include <linux/kobject.h>
+#include <linux/mutex.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#include <linux/topology.h>
+
+#include "../internal.h"
+
+/* On while the mode is not "never" and a THP area is in service. */
+DEFINE_STATIC_KEY_FALSE(gcma_thp_on);
+
+static const char *const gcma_thp_mode_names[GCMA_THP_NR_MODES] = {
+	[GCMA_THP_NEVER] = "never",
+	[GCMA_THP_FALLBACK] = "fallback",
+	[GCMA_THP_ALWAYS] = "always",
+};
+
+/* Serialises mode changes with the static key that follows them. */
+static DEFINE_MUTEX(gcma_thp_mode_lock);
+static unsigned int gcma_thp_boot_mode __initdata = GCMA_THP_FALLBACK;
+
+static int __init gcma_thp_parse_mode(char *arg)
+{
+	int mode = arg ? match_string(gcma_thp_mode_names,
+				      GCMA_THP_NR_MODES, arg) : -EINVAL;
+
+	if (mode < 0) {
+		pr_err("gcma.thp_mode=%s: expected never, fallback or always; stays %s\n",
+		       arg ?: "", gcma_thp_mode_names[gcma_thp_boot_mode]);
+		return -EINVAL;
+	}
+	gcma_thp_boot_mode = mode;
+	return 0;
+}
+early_param("gcma.thp_mode", gcma_thp_parse_mode);
+
+/* Sets @mode and the static key; caller holds gcma_thp_mode_lock. */
+static int gcma_thp_apply(unsigned int mode)
+{
+	int hooks = gcma_rs_thp_set_mode(mode);
+
+	if (hooks < 0)
+		return hooks;
+	if (hooks)
+		static_branch_enable(&gcma_thp_on);
+	else
+		static_branch_disable(&gcma_thp_on);
+	return 0;
+}
+
+/* A folio of a THP area for @user, or NULL if none has room. */
+static struct folio *gcma_thp_alloc(gfp_t gfp, int nid, unsigned int user)
+{
+	struct page *page = gcma_rs_thp_alloc(gfp | __GFP_COMP | __GFP_NOWARN,
+					      nid, user);
+
+	return page ? page_rmappable_folio(page) : NULL;
+}
+
+struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
+				   unsigned long haddr)
+{
+	int plan = gcma_rs_thp_fault_plan(vma, haddr);
+	struct folio *folio = NULL;
+
+	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
+		folio = gcma_thp_alloc(gfp, numa_node_id(), GCMA_THP_FAULT);
+	if (!folio)
+		folio = vma_alloc_folio(gfp, PMD_ORDER, vma, haddr, true);
+	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
+		folio = gcma_thp_alloc(gfp, numa_node_id(), GCMA_THP_FAULT);
+	return folio;
+}
+
+struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask)
+{
+	int plan = gcma_rs_thp_collapse_plan();
+	struct folio *folio = NULL;
+
+	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
+		folio = gcma_thp_alloc(gfp, nid, GCMA_THP_COLLAPSE);
+	if (!folio)
+		folio = __folio_alloc(gfp, PMD_ORDER, nid, nmask);
+	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
+		folio = gcma_thp_alloc(gfp, nid, GCMA_THP_COLLAPSE);
+	return folio;
+}
+
+#ifdef CONFIG_GCMA_KUNIT_TEST
+/* For the KUnit suite (thp_tests.rs): a collapse's allocation, as it asks. */
+struct folio *gcma_thp_test_collapse_alloc(void)
+{
+	return __gcma_collapse_alloc_thp(GFP_TRANSHUGE, numa_node_id(), NULL);
+}
+
+/*
+ * 0 if @folio is what a THP fault or collapse expects: a large rmappable
+ * folio of PMD order, naturally aligned, with one reference; else the
+ * number of the first check that failed.
+ */
+int gcma_thp_test_check(struct folio *folio)
+{
+	if (folio_order(folio) != PMD_ORDER)
+		return 1;
+	if (!folio_test_large_rmappable(folio))
+		return 2;
+	if (folio_ref_count(folio) != 1)
+		return 3;
+	if (!IS_ALIGNED(folio_pfn(folio), 1UL << PMD_ORDER))
+		return 4;
+	return 0;
+}
+
+/* Whether @folio lies in a THP area. */
+bool gcma_thp_test_in_thp_area(struct folio *folio)
+{
+	struct gcma_area *area = gcma_area_of_pfn(folio_pfn(folio));
+
+	return area && area->thp;
+}
+
+/* Drops the last reference, with interrupts off if @irqs_off. */
+void gcma_thp_test_put(struct folio *folio, bool irqs_off)
+{
+	unsigned long flags;
+
+	if (irqs_off) {
+		local_irq_save(flags);
+		folio_put(folio);
+		local_irq_restore(flags);
+	} else {
+		folio_put(folio);
+	}
+}
+#endif
+
+#ifdef CONFIG_SYSFS
+static ssize_t mode_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	unsigned int mode = gcma_rs_thp_mode(), i;
+	int len = 0;
+
+	for (i = 0; i < GCMA_THP_NR_MODES; i++)
+		len += sysfs_emit_at(buf, len, i == mode ? "%s[%s]" : "%s%s",
+				     i ? " " : "", gcma_thp_mode_names[i]);
+	return len + sysfs_emit_at(buf, len, "\n");
+}
+
+static ssize_t mode_store(struct kobject *kobj, struct kobj_attribute *attr,
+			  const char *buf, size_t count)
+{
+	int mode = sysfs_match_string(gcma_thp_mode_names, buf);
+	int ret;
+
+	if (mode < 0)
+		return -EINVAL;
+	mutex_lock(&gcma_thp_mode_lock);
+	ret = gcma_thp_apply(mode);
+	mutex_unlock(&gcma_thp_mode_lock);
+	return ret ?: count;
+}
+static struct kobj_attribute gcma_thp_mode_attr = __ATTR_RW(mode);
+
+/* One "name value" line per counter, as /proc/vmstat has them. */
+static ssize_t stat_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	struct gcma_thp_stats st;
+
+	gcma_rs_thp_stats(&st);
+	return sysfs_emit(buf,
+			  "gcma_thp_fault_alloc %llu\n"
+			  "gcma_thp_fault_fail %llu\n"
+			  "gcma_thp_collapse_alloc %llu\n"
+			  "gcma_thp_collapse_fail %llu\n",
+			  st.fault_alloc, st.fault_fail,
+			  st.collapse_alloc, st.collapse_fail);
+}
+static struct kobj_attribute gcma_thp_stat_attr = __ATTR_RO(stat);
+
+static struct attribute *gcma_thp_attrs[] = {
+	&gcma_thp_mode_attr.attr,
+	&gcma_thp_stat_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group gcma_thp_group = {
+	.name = "thp",
+	.attrs = gcma_thp_attrs,
+};
+
+static void __init gcma_thp_sysfs_add(void)
+{
+	struct kobject *parent = gcma_sysfs_dir();
+
+	if (!parent || sysfs_create_group(parent, &gcma_thp_group))
+		pr_warn("thp: no sysfs directory\n");
+}
+#else
+static inline void gcma_thp_sysfs_add(void) { }
+#endif
+
+/**
+ * gcma_thp_init() - put guaranteed THP in service
+ *
+ * Called once the areas are in service: applies the boot mode and creates
+ * /sys/kernel/mm/gcma/thp/.  Without a THP area the mode can still be
+ * set, but the hooks stay off.
+ */
+void __init gcma_thp_init(void)
+{
+	unsigned int areas = gcma_rs_thp_nr_areas();
+
+	if (!gcma_nr_reserved_areas())
+		return;		/* no "gcma=": no /sys/kernel/mm/gcma either */
+	mutex_lock(&gcma_thp_mode_lock);
+	gcma_thp_apply(gcma_thp_boot_mode);
+	mutex_unlock(&gcma_thp_mode_lock);
+	if (areas)
+		pr_info("thp: %u area(s), mode %s\n", areas,
+			gcma_thp_mode_names[gcma_rs_thp_mode()]);
+	gcma_thp_sysfs_add();
+}
