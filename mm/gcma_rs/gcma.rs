@@ -16,6 +16,9 @@
 //!   has no kernel dependencies and also builds on the host
 //!   (`tools/host/crates/gcma-core`).
 //! - [`boot`]: the areas `reserve.c` set aside at boot.
+//! - [`frag`]: fragmentation metrics of the zones (unusable free space
+//!   index, the kernel's fragmentation index, pageblock pollution) for
+//!   `/sys/kernel/debug/gcma/fragmentation` (`frag_debugfs.c`).
 //!
 //! This file holds the allocator state of each area in service, [`Area`],
 //! and the functions the C glue (`area.c`) calls: `area.c` owns the
@@ -47,9 +50,12 @@ mod dmem;
 #[allow(dead_code)]
 mod dmem_client;
 mod dmem_kernel;
+mod frag;
 
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod dmem_tests;
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+mod frag_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
 
