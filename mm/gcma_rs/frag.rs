@@ -253,7 +253,7 @@ unsafe fn seq_write(m: *mut bindings::seq_file, s: &[u8]) {
 /// `m` must be the seq_file of a `show` callback in progress, in process
 /// context.
 #[no_mangle]
-pub unsafe extern "C" fn gcma_rs_frag_show(m: *mut bindings::seq_file) -> c_int {
+pub(crate) unsafe extern "C" fn gcma_rs_frag_show(m: *mut bindings::seq_file) -> c_int {
     // SAFETY: by the function's contract.
     unsafe { seq_write(m, HEADER.as_bytes()) };
     for z in zone::all_zones().filter(|z| z.is_populated()) {

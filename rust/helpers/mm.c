@@ -120,16 +120,19 @@ unsigned int rust_helper_rsmm_zone_idx(const struct zone *zone)
 
 unsigned long rust_helper_rsmm_zone_start_pfn(const struct zone *zone)
 {
+	/* Changes under the span seqlock on memory hotplug: a snapshot. */
 	return data_race(READ_ONCE(zone->zone_start_pfn));
 }
 
 unsigned long rust_helper_rsmm_zone_spanned_pages(const struct zone *zone)
 {
+	/* Changes under the span seqlock on memory hotplug: a snapshot. */
 	return data_race(READ_ONCE(zone->spanned_pages));
 }
 
 unsigned long rust_helper_rsmm_zone_present_pages(const struct zone *zone)
 {
+	/* Changes on memory hotplug: a snapshot. */
 	return data_race(READ_ONCE(zone->present_pages));
 }
 
@@ -142,6 +145,7 @@ unsigned long rust_helper_rsmm_zone_managed_pages(struct zone *zone)
 unsigned long rust_helper_rsmm_zone_nr_free(const struct zone *zone,
 					    unsigned int order)
 {
+	/* Changes under the zone lock: a snapshot, as /proc/buddyinfo reads. */
 	return data_race(READ_ONCE(zone->free_area[order].nr_free));
 }
 
@@ -175,10 +179,11 @@ void rust_helper_rsmm_put_online_mems(void)
  * buddy block the page heads (-1 if it heads none), in @folio_order the
  * order of the compound page it is part of (0 if none), and whether the
  * page is reserved, whether its compound head has no reference, and
- * whether the head is movable: on an LRU list, with movable_ops
- * (__PageMovable) or hugetlb.  Flags are read as bits, without the
- * checks of the PageFoo() accessors: the page may change under us.
- * Called with get_online_mems() held, so the struct pages stay.
+ * whether the head is movable: not slab, and on an LRU list, with
+ * movable_ops (__PageMovable) or hugetlb.  Flags are read as bits,
+ * without the checks of the PageFoo() accessors: the page may change
+ * under us.  Called with get_online_mems() held, so the struct pages
+ * stay.
  */
 bool rust_helper_rsmm_page_snapshot(unsigned long pfn, const struct zone *zone,
 				    int *buddy_order, unsigned int *folio_order,
@@ -187,16 +192,23 @@ bool rust_helper_rsmm_page_snapshot(unsigned long pfn, const struct zone *zone,
 {
 	struct page *page = pfn_to_online_page(pfn);
 	struct page *head;
+	unsigned long order;
 
 	if (!page || page_zone(page) != zone)
 		return false;
-	*buddy_order = PageBuddy(page) ?
-		(int)min(data_race(READ_ONCE(page_private(page))), 255UL) : -1;
+	*buddy_order = -1;
+	if (PageBuddy(page)) {
+		/* Changes under the zone lock: a snapshot, bounded. */
+		order = data_race(READ_ONCE(page_private(page)));
+		*buddy_order = min(order, 255UL);
+	}
 	head = compound_head(page);
 	*folio_order = compound_order(head);
 	*reserved = test_bit(PG_reserved, &page->flags);
 	*unreferenced = !page_ref_count(head);
-	*movable = test_bit(PG_lru, &head->flags) || __PageMovable(head) ||
-		   PageHuge(head);
+	/* A slab's own fields overlay page->mapping: never movable. */
+	*movable = !PageSlab(head) &&
+		   (test_bit(PG_lru, &head->flags) || __PageMovable(head) ||
+		    PageHuge(head));
 	return true;
 }

@@ -553,8 +553,8 @@ pub struct PageSnapshot {
     /// buddy lists (per-cpu lists, pages being freed, free pages of a GCMA
     /// area or of the hugetlb pool).
     pub unreferenced: bool,
-    /// The folio can be migrated: on an LRU list, with `movable_ops`
-    /// (`__PageMovable()`), or a hugetlb page.
+    /// The folio can be migrated: not a slab, and on an LRU list, with
+    /// `movable_ops` (`__PageMovable()`), or a hugetlb page.
     pub movable: bool,
 }
 
