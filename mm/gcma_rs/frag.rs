@@ -137,11 +137,9 @@ impl Pollution {
     /// Returns the polluted share of the movable pageblocks in
     /// thousandths (0 without movable pageblocks).
     pub(crate) fn polluted_permille(&self) -> usize {
-        if self.movable_blocks == 0 {
-            0
-        } else {
-            self.polluted_blocks * 1000 / self.movable_blocks
-        }
+        (self.polluted_blocks * 1000)
+            .checked_div(self.movable_blocks)
+            .unwrap_or(0)
     }
 }
 
