@@ -355,7 +355,8 @@ impl MigrateType {
     /// ```
     /// use kernel::{bindings, mm::zone::MigrateType};
     ///
-    /// assert_eq!(MigrateType::from_raw(bindings::migratetype_MIGRATE_MOVABLE), MigrateType::Movable);
+    /// let movable = MigrateType::from_raw(bindings::migratetype_MIGRATE_MOVABLE);
+    /// assert_eq!(movable, MigrateType::Movable);
     /// assert_eq!(MigrateType::from_raw(1000), MigrateType::Other(1000));
     /// assert_eq!(MigrateType::Unmovable.name(), "Unmovable");
     /// ```
@@ -628,7 +629,14 @@ impl PageblockCensus {
 ///     5 => Some(PageSnapshot { reserved: true, ..Default::default() }),
 ///     _ => Some(PageSnapshot { folio_order: 1, movable: true, ..Default::default() }),
 /// });
-/// assert_eq!(c, PageblockCensus { free_buddy: 4, holes: 1, reserved: 1, movable: 2, ..Default::default() });
+/// let want = PageblockCensus {
+///     free_buddy: 4,
+///     holes: 1,
+///     reserved: 1,
+///     movable: 2,
+///     ..Default::default()
+/// };
+/// assert_eq!(c, want);
 /// ```
 pub fn census_with(
     pfns: Range<usize>,
