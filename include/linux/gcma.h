@@ -28,9 +28,11 @@
 
 struct address_space;
 struct cma;
+struct dentry;
 struct folio;
 struct kobject;
 struct page;
+struct seq_file;
 struct super_block;
 
 /**
@@ -273,6 +275,10 @@ struct folio *gcma_thp_test_collapse_alloc(void);
 int gcma_thp_test_check(struct folio *folio);
 bool gcma_thp_test_in_thp_area(struct folio *folio);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
+/* Fragmentation metrics (mm/gcma_rs/frag.rs) for frag_debugfs.c. */
+int gcma_rs_frag_show(struct seq_file *m);
+/* The debugfs directory gcma/ (mm/gcma_rs/area.c, CONFIG_DEBUG_FS). */
+struct dentry *gcma_debugfs_root(void);
 /* DMEM (mm/gcma_rs/dmem_client.rs); -ENODEV without an instance. */
 int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
 int gcma_dmem_rs_enabled(unsigned int client);

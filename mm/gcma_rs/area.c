@@ -614,14 +614,29 @@ static int gcma_latency_show(struct seq_file *m, void *unused)
 }
 DEFINE_SHOW_ATTRIBUTE(gcma_latency);
 
-static void gcma_debugfs_add(struct gcma_area *area)
+/**
+ * gcma_debugfs_root() - the directory /sys/kernel/debug/gcma
+ *
+ * Created at the first call.  Called at boot only, from initcalls, which
+ * run one at a time.
+ *
+ * Return: the directory (an error pointer if it could not be made; the
+ * debugfs calls ignore such a parent).
+ */
+struct dentry *gcma_debugfs_root(void)
 {
 	static struct dentry *root;
-	struct dentry *dir;
 
 	if (!root)
 		root = debugfs_create_dir("gcma", NULL);
-	dir = debugfs_create_dir(area->name, root);
+	return root;
+}
+
+static void gcma_debugfs_add(struct gcma_area *area)
+{
+	struct dentry *dir;
+
+	dir = debugfs_create_dir(area->name, gcma_debugfs_root());
 	debugfs_create_file("alloc_latency", 0444, dir, area,
 			    &gcma_latency_fops);
 }

@@ -19,6 +19,9 @@
 //! - `thp`: guaranteed THP, the policy that lets THP faults and collapses
 //!   take PMD-sized folios from areas reserved for them (`thp.c` is its C
 //!   side).
+//! - [`frag`]: fragmentation metrics of the zones (unusable free space
+//!   index, the kernel's fragmentation index, pageblock pollution) for
+//!   `/sys/kernel/debug/gcma/fragmentation` (`frag_debugfs.c`).
 //!
 //! This file holds the allocator state of each area in service, [`Area`],
 //! and the functions the C glue (`area.c`) calls: `area.c` owns the
@@ -52,9 +55,12 @@ mod dmem_client;
 mod dmem_kernel;
 #[cfg(CONFIG_GCMA_THP)]
 mod thp;
+mod frag;
 
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod dmem_tests;
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+mod frag_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
 #[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP))]

@@ -3,8 +3,11 @@
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
 #include <linux/huge_mm.h>
+#include <linux/memory_hotplug.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
+#include <linux/minmax.h>
+#include <linux/mmzone.h>
 #include <linux/nodemask.h>
 #include <linux/sched/mm.h>
 #include <linux/smp.h>
@@ -200,3 +203,130 @@ int rust_helper_rsmm_test_mm_new(unsigned long start, unsigned long end,
 	return 0;
 }
 #endif
+/*
+ * Zones and pageblocks (rust/kernel/mm/zone.rs).  The counters read here
+ * change under the zone lock or without any lock: every read is a racy
+ * snapshot, marked as such with data_race(READ_ONCE()).
+ */
+
+/* Zone @idx of node @nid, or NULL (no such zone, node offline or absent). */
+struct zone *rust_helper_rsmm_node_zone(int nid, unsigned int idx)
+{
+	pg_data_t *pgdat;
+
+	if (nid < 0 || nid >= nr_node_ids || !node_online(nid) ||
+	    idx >= MAX_NR_ZONES)
+		return NULL;
+	pgdat = NODE_DATA(nid);
+	return pgdat ? &pgdat->node_zones[idx] : NULL;
+}
+
+const char *rust_helper_rsmm_zone_name(const struct zone *zone)
+{
+	return zone->name;
+}
+
+int rust_helper_rsmm_zone_nid(struct zone *zone)
+{
+	return zone_to_nid(zone);
+}
+
+unsigned int rust_helper_rsmm_zone_idx(const struct zone *zone)
+{
+	return zone_idx(zone);
+}
+
+unsigned long rust_helper_rsmm_zone_start_pfn(const struct zone *zone)
+{
+	/* Changes under the span seqlock on memory hotplug: a snapshot. */
+	return data_race(READ_ONCE(zone->zone_start_pfn));
+}
+
+unsigned long rust_helper_rsmm_zone_spanned_pages(const struct zone *zone)
+{
+	/* Changes under the span seqlock on memory hotplug: a snapshot. */
+	return data_race(READ_ONCE(zone->spanned_pages));
+}
+
+unsigned long rust_helper_rsmm_zone_present_pages(const struct zone *zone)
+{
+	/* Changes on memory hotplug: a snapshot. */
+	return data_race(READ_ONCE(zone->present_pages));
+}
+
+unsigned long rust_helper_rsmm_zone_managed_pages(struct zone *zone)
+{
+	return zone_managed_pages(zone);
+}
+
+/* Free blocks of @order in the buddy lists of @zone (order < NR_PAGE_ORDERS). */
+unsigned long rust_helper_rsmm_zone_nr_free(const struct zone *zone,
+					    unsigned int order)
+{
+	/* Changes under the zone lock: a snapshot, as /proc/buddyinfo reads. */
+	return data_race(READ_ONCE(zone->free_area[order].nr_free));
+}
+
+unsigned int rust_helper_rsmm_pageblock_order(void)
+{
+	return pageblock_order;
+}
+
+/* Migrate type of the pageblock of @pfn, or -1 when @pfn is not online. */
+int rust_helper_rsmm_pfn_migratetype(unsigned long pfn)
+{
+	struct page *page = pfn_to_online_page(pfn);
+
+	return page ? get_pfnblock_flags_mask(page, pfn, MIGRATETYPE_MASK) : -1;
+}
+
+void rust_helper_rsmm_get_online_mems(void)
+{
+	get_online_mems();
+}
+
+void rust_helper_rsmm_put_online_mems(void)
+{
+	put_online_mems();
+}
+
+/*
+ * A racy snapshot of the page at @pfn for a pageblock census of @zone.
+ * Returns false if @pfn has no online struct page or the page belongs to
+ * another zone.  Otherwise stores in @buddy_order the order of the free
+ * buddy block the page heads (-1 if it heads none), in @folio_order the
+ * order of the compound page it is part of (0 if none), and whether the
+ * page is reserved, whether its compound head has no reference, and
+ * whether the head is movable: not slab, and on an LRU list, with
+ * movable_ops (__PageMovable) or hugetlb.  Flags are read as bits,
+ * without the checks of the PageFoo() accessors: the page may change
+ * under us.  Called with get_online_mems() held, so the struct pages
+ * stay.
+ */
+bool rust_helper_rsmm_page_snapshot(unsigned long pfn, const struct zone *zone,
+				    int *buddy_order, unsigned int *folio_order,
+				    bool *reserved, bool *unreferenced,
+				    bool *movable)
+{
+	struct page *page = pfn_to_online_page(pfn);
+	struct page *head;
+	unsigned long order;
+
+	if (!page || page_zone(page) != zone)
+		return false;
+	*buddy_order = -1;
+	if (PageBuddy(page)) {
+		/* Changes under the zone lock: a snapshot, bounded. */
+		order = data_race(READ_ONCE(page_private(page)));
+		*buddy_order = min(order, 255UL);
+	}
+	head = compound_head(page);
+	*folio_order = compound_order(head);
+	*reserved = test_bit(PG_reserved, &page->flags);
+	*unreferenced = !page_ref_count(head);
+	/* A slab's own fields overlay page->mapping: never movable. */
+	*movable = !PageSlab(head) &&
+		   (test_bit(PG_lru, &head->flags) || __PageMovable(head) ||
+		    PageHuge(head));
+	return true;
+}

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Memory management: page geometry, contiguous buddy allocations and NUMA
-//! node identifiers.
+//! Memory management: page geometry, contiguous buddy allocations, NUMA
+//! node identifiers, and zones and pageblocks.
 //!
 //! C headers: [`include/linux/mm.h`](srctree/include/linux/mm.h),
 //! [`include/linux/gfp.h`](srctree/include/linux/gfp.h),
-//! [`include/linux/nodemask.h`](srctree/include/linux/nodemask.h)
+//! [`include/linux/nodemask.h`](srctree/include/linux/nodemask.h),
+//! [`include/linux/mmzone.h`](srctree/include/linux/mmzone.h)
 
 pub mod buddy;
 pub mod numa;
 pub mod page_ref;
 pub mod vma;
+pub mod zone;
 
 pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 

@@ -49,6 +49,14 @@ impl NodeId {
         (id as usize) < nr && possible(id)
     }
 
+    /// Returns the id of the node the kernel assigned one of its objects to
+    /// (a zone, a page): the kernel assigns possible nodes only.
+    pub(crate) fn from_kernel(id: u32) -> Self {
+        // INVARIANT: the kernel never assigns an object to an impossible
+        // node.
+        Self(id)
+    }
+
     /// Returns the node id as a number.
     pub const fn as_u32(self) -> u32 {
         self.0

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Fragmentation metrics of the zones, for guaranteed huge pages.
+//!
+//! A THP fault needs a free block of order 9 (a pageblock and a PMD on
+//! x86-64).  Whether the buddy allocator has one, and whether compaction
+//! could make one, is what these numbers tell, per populated zone:
+//!
+//! - the *unusable free space index* `U(j) = (F - sum_{i >= j} 2^i k_i) / F`
+//!   for every order `j`, where `F` is the number of free pages and `k_i`
+//!   the number of free blocks of order `i`: the share of free memory in
+//!   blocks too small for an order-`j` allocation (Gorman and Whitcroft,
+//!   "The What, The Why and The Where To of Anti-Fragmentation", 2006;
+//!   the kernel's `debugfs/extfrag/unusable_index`).  `F = 0` gives 1,
+//!   as in the kernel;
+//! - the kernel's *external fragmentation index* at order 9
+//!   (`debugfs/extfrag/extfrag_index`, `fragmentation_index()`):
+//!   `1 - (1 + F / 2^j) / B` with `B` the number of free blocks, `-1`
+//!   when a block of order `j` is free (the allocation would succeed)
+//!   and 0 when nothing is free; towards 1 an allocation fails for
+//!   fragmentation, towards 0 for lack of memory.  This is the FMFI of
+//!   Illuminator (Panwar, PhD thesis, IISc 2022, section 2.2.4.2,
+//!   equation 2.1);
+//! - *pageblock pollution*, after Illuminator (section 2.3.2.1,
+//!   "Fragmentation via pollution", and the unmovable index of section
+//!   2.4.1): a movable pageblock holding even one unmovable page cannot
+//!   become a huge page until that page is freed, however much is
+//!   migrated out of it.  Counted are the movable pageblocks, those of
+//!   them holding at least one unmovable page (polluted, the thesis's
+//!   hybrid pageblocks of the movable pool), their ratio, and the
+//!   unmovable pages found in movable pageblocks.  Reserved pages
+//!   (`PageReserved()`: boot and firmware reservations, the memory map)
+//!   are counted apart and do not pollute: no workload put them there.
+//!
+//! Indices are in thousandths.  The numbers come from racy snapshots of
+//! the zones ([`kernel::mm::zone`]): they describe a moving system and
+//! need not add up exactly across a zone.  The pages of a GCMA area are
+//! never in the buddy allocator and have no reference when free, so they
+//! count as free pages outside the buddy lists, not as free memory `F`.
+//!
+//! The arithmetic is in pure functions of the counts ([`unusable_index`],
+//! [`fragmentation_index`], [`Pollution::of`], [`ZoneMetrics::from_counts`])
+//! so that the tests check it on known layouts; [`ZoneMetrics::measure`]
+//! feeds them a real zone.  `frag_debugfs.c` shows the result in
+//! `/sys/kernel/debug/gcma/fragmentation`, one line per populated zone.
+
+use core::fmt;
+use kernel::{
+    bindings,
+    ffi::c_int,
+    mm::zone::{self, FreeArea, MigrateType, PageblockCensus, Zone, NR_PAGE_ORDERS},
+    prelude::*,
+    str::CString,
+};
+
+/// The order the metrics single out: a PMD-sized huge page, and a
+/// pageblock, on x86-64.
+pub(crate) const THP_ORDER: u32 = 9;
+
+/// Returns the unusable free space index at `order`, in thousandths: the
+/// share of the free pages that sit in blocks smaller than `order`; 1000
+/// when nothing is free.
+pub(crate) fn unusable_index(free: &FreeArea, order: u32) -> u32 {
+    let total = free.free_pages() as u64;
+    if total == 0 {
+        return 1000;
+    }
+    let suitable: u64 = (order as usize..NR_PAGE_ORDERS)
+        .map(|i| (free.nr_free[i] as u64) << i)
+        .sum();
+    ((total - suitable) * 1000 / total) as u32
+}
+
+/// Returns the kernel's fragmentation index at `order` in thousandths, as
+/// `fragmentation_index()` computes it (integer steps included): -1000 if
+/// a free block of `order` or larger exists, 0 if nothing is free or the
+/// order is beyond the buddy allocator's.
+pub(crate) fn fragmentation_index(free: &FreeArea, order: u32) -> i32 {
+    if order as usize >= NR_PAGE_ORDERS {
+        return 0;
+    }
+    let blocks: u64 = free.nr_free.iter().map(|&n| n as u64).sum();
+    if blocks == 0 {
+        return 0;
+    }
+    if free.nr_free[order as usize..].iter().any(|&n| n != 0) {
+        return -1000;
+    }
+    let requested = 1u64 << order;
+    let pages = free.free_pages() as u64;
+    1000 - ((1000 + pages * 1000 / requested) / blocks) as i32
+}
+
+/// Pageblock pollution over a set of pageblocks (Illuminator, section
+/// 2.3.2.1).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Pollution {
+    /// Pageblocks of migrate type movable.
+    pub(crate) movable_blocks: usize,
+    /// Movable pageblocks with at least one unmovable page.
+    pub(crate) polluted_blocks: usize,
+    /// Unmovable pages in movable pageblocks.
+    pub(crate) unmovable_in_movable: usize,
+    /// Reserved pages in movable pageblocks (not pollution).
+    pub(crate) reserved_in_movable: usize,
+}
+
+impl Pollution {
+    /// Returns the pollution of `blocks`: the migrate type (`None`:
+    /// unknown) and census of each pageblock.
+    // The tests' entry point; the kernel side adds pageblocks one by one.
+    #[cfg_attr(not(CONFIG_GCMA_KUNIT_TEST), allow(dead_code))]
+    pub(crate) fn of<'a>(
+        blocks: impl IntoIterator<Item = (Option<MigrateType>, &'a PageblockCensus)>,
+    ) -> Self {
+        let mut p = Self::default();
+        for (mt, c) in blocks {
+            p.add(mt, c);
+        }
+        p
+    }
+
+    /// Accounts for a pageblock of type `mt` (`None`: unknown) whose
+    /// census is `c`.  Only movable pageblocks count.
+    pub(crate) fn add(&mut self, mt: Option<MigrateType>, c: &PageblockCensus) {
+        if mt != Some(MigrateType::Movable) {
+            return;
+        }
+        self.movable_blocks += 1;
+        if c.unmovable > 0 {
+            self.polluted_blocks += 1;
+        }
+        self.unmovable_in_movable += c.unmovable;
+        self.reserved_in_movable += c.reserved;
+    }
+
+    /// Returns the polluted share of the movable pageblocks in
+    /// thousandths (0 without movable pageblocks).
+    pub(crate) fn polluted_permille(&self) -> usize {
+        (self.polluted_blocks * 1000)
+            .checked_div(self.movable_blocks)
+            .unwrap_or(0)
+    }
+}
+
+/// The metrics of one zone: one line of the debugfs file.
+#[derive(Clone, Debug)]
+pub(crate) struct ZoneMetrics {
+    /// Node of the zone.
+    pub(crate) node: u32,
+    /// Name of the zone.
+    pub(crate) name: &'static CStr,
+    /// Free pages in the buddy lists.
+    pub(crate) free_pages: usize,
+    /// Unusable free space index of every order, thousandths.
+    pub(crate) unusable: [u32; NR_PAGE_ORDERS],
+    /// External fragmentation index at [`THP_ORDER`], thousandths.
+    pub(crate) extfrag: i32,
+    /// Pollution of the zone's movable pageblocks.
+    pub(crate) pollution: Pollution,
+}
+
+impl ZoneMetrics {
+    /// Computes the metrics of a zone from its free blocks and the
+    /// pollution of its pageblocks.
+    pub(crate) fn from_counts(
+        node: u32,
+        name: &'static CStr,
+        free: &FreeArea,
+        pollution: Pollution,
+    ) -> Self {
+        Self {
+            node,
+            name,
+            free_pages: free.free_pages(),
+            unusable: core::array::from_fn(|j| unusable_index(free, j as u32)),
+            extfrag: fragmentation_index(free, THP_ORDER),
+            pollution,
+        }
+    }
+
+    /// Measures `zone`: a racy snapshot of its free blocks, then a census
+    /// of each pageblock.  May sleep.
+    pub(crate) fn measure(zone: &'static Zone) -> Self {
+        let free = zone.free_area();
+        let mut pollution = Pollution::default();
+        zone.for_each_census(|pb, c| pollution.add(pb.migrate_type(), c));
+        Self::from_counts(zone.node().as_u32(), zone.name(), &free, pollution)
+    }
+
+    /// The unusable free space index at [`THP_ORDER`].
+    pub(crate) fn unusable_thp(&self) -> u32 {
+        self.unusable
+            .get(THP_ORDER as usize)
+            .copied()
+            .unwrap_or(1000)
+    }
+}
+
+/// The first line of the debugfs file.
+pub(crate) const HEADER: &str = "# node zone free_pages unusable_9 extfrag_9 movable_blocks \
+polluted_blocks polluted_permille unmovable_in_movable reserved_in_movable unusable \
+(indices in thousandths; unusable= lists orders 0..MAX_PAGE_ORDER)\n";
+
+impl fmt::Display for ZoneMetrics {
+    /// One line, `key=value` pairs separated by spaces, no newline.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.pollution;
+        write!(
+            f,
+            "node={} zone={} free_pages={} unusable_9={} extfrag_9={} movable_blocks={} \
+             polluted_blocks={} polluted_permille={} unmovable_in_movable={} \
+             reserved_in_movable={} unusable=",
+            self.node,
+            self.name,
+            self.free_pages,
+            self.unusable_thp(),
+            self.extfrag,
+            p.movable_blocks,
+            p.polluted_blocks,
+            p.polluted_permille(),
+            p.unmovable_in_movable,
+            p.reserved_in_movable,
+        )?;
+        for (j, u) in self.unusable.iter().enumerate() {
+            write!(f, "{}{}", if j == 0 { "" } else { "," }, u)?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `s` to the seq_file `m`.
+///
+/// # Safety
+///
+/// `m` must be the seq_file of a `show` callback in progress.
+unsafe fn seq_write(m: *mut bindings::seq_file, s: &[u8]) {
+    // SAFETY: `m` is valid by the function's contract and `s` is a valid
+    // buffer of `s.len()` bytes.  An overflow is recorded in `m` itself
+    // (seq_file then calls `show` again with a larger buffer).
+    unsafe { bindings::seq_write(m, s.as_ptr().cast(), s.len()) };
+}
+
+/// Shows the fragmentation metrics of every populated zone in `m`: the
+/// `show` callback of `/sys/kernel/debug/gcma/fragmentation`
+/// (`frag_debugfs.c`).  Returns 0, or `-ENOMEM` when a line cannot be
+/// formatted.
+///
+/// # Safety
+///
+/// `m` must be the seq_file of a `show` callback in progress, in process
+/// context.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_rs_frag_show(m: *mut bindings::seq_file) -> c_int {
+    // SAFETY: by the function's contract.
+    unsafe { seq_write(m, HEADER.as_bytes()) };
+    for z in zone::all_zones().filter(|z| z.is_populated()) {
+        let line = match CString::try_from_fmt(kernel::fmt!("{}\n", ZoneMetrics::measure(z))) {
+            Ok(line) => line,
+            Err(e) => return e.to_errno(),
+        };
+        // SAFETY: by the function's contract.
+        unsafe { seq_write(m, line.as_bytes()) };
+    }
+    0
+}
