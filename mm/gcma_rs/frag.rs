@@ -181,10 +181,29 @@ impl ZoneMetrics {
 
     /// Measures `zone`: a racy snapshot of its free blocks, then a census
     /// of each pageblock.  May sleep.
+    ///
+    /// Pageblocks that overlap a GCMA area are left out of the pollution
+    /// measure: the area's pages never were the buddy allocator's, and
+    /// those its primary clients hold off the LRU would read as unmovable
+    /// pages in a movable block, which says nothing about fragmentation.
     pub(crate) fn measure(zone: &'static Zone) -> Self {
         let free = zone.free_area();
         let mut pollution = Pollution::default();
-        zone.for_each_census(|pb, c| pollution.add(pb.migrate_type(), c));
+        let mut areas = [(0usize, 0usize); bindings::GCMA_MAX_AREAS as usize];
+        for (slot, a) in areas.iter_mut().zip(crate::boot::reserved_areas()) {
+            *slot = (a.base_pfn(), a.base_pfn() + a.nr_pages());
+        }
+        let block = zone::pageblock_nr_pages();
+        let in_area = |start: usize| {
+            areas
+                .iter()
+                .any(|&(lo, hi)| start < hi && start + block > lo)
+        };
+        zone.for_each_census(|pb, c| {
+            if !in_area(pb.start_pfn()) {
+                pollution.add(pb.migrate_type(), c)
+            }
+        });
         Self::from_counts(zone.node().as_u32(), zone.name(), &free, pollution)
     }
 
