@@ -53,9 +53,9 @@ mod dmem;
 #[allow(dead_code)]
 mod dmem_client;
 mod dmem_kernel;
+mod frag;
 #[cfg(CONFIG_GCMA_THP)]
 mod thp;
-mod frag;
 
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod dmem_tests;
