@@ -257,7 +257,7 @@ pub(crate) unsafe extern "C" fn gcma_rs_thp_fault_plan(
 ) -> c_int {
     // SAFETY: the caller holds a lock that protects `vma` during the call.
     let vma = unsafe { VmaRef::from_raw(vma) };
-    let req = Request::Fault(FaultVma::of(vma, haddr as usize));
+    let req = Request::Fault(FaultVma::of(vma, haddr));
     decide(mode(), NR_AREAS.load(Ordering::Acquire) > 0, req).raw()
 }
 
