@@ -544,6 +544,7 @@ static ssize_t thp_show(struct kobject *kobj, struct kobj_attribute *attr,
 {
 	return sysfs_emit(buf, "%d\n", gcma_kobj_area(kobj)->thp);
 }
+
 static struct kobj_attribute gcma_thp_attr = __ATTR_RO(thp);
 
 static struct attribute *gcma_attrs[] = {

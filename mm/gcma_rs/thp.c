@@ -183,6 +183,7 @@ static ssize_t mode_store(struct kobject *kobj, struct kobj_attribute *attr,
 	mutex_unlock(&gcma_thp_mode_lock);
 	return ret ?: count;
 }
+
 static struct kobj_attribute gcma_thp_mode_attr = __ATTR_RW(mode);
 
 /* One "name value" line per counter, as /proc/vmstat has them. */
@@ -200,6 +201,7 @@ static ssize_t stat_show(struct kobject *kobj, struct kobj_attribute *attr,
 			  st.fault_alloc, st.fault_fail,
 			  st.collapse_alloc, st.collapse_fail);
 }
+
 static struct kobj_attribute gcma_thp_stat_attr = __ATTR_RO(stat);
 
 static struct attribute *gcma_thp_attrs[] = {
