@@ -35,7 +35,35 @@ DEFAULT_KERNELS = [
 CFLAGS = ["-static", "-O2", "-Wall", "-Werror"]
 
 # Bump when the initramfs layout changes, to invalidate the cache.
-INITRAMFS_FORMAT = "4"
+INITRAMFS_FORMAT = "5"
+
+# The kernel's own mm selftests, built from the prepared kernel tree (see
+# "Kernel selftests" in README.md) and installed as /selftests/mm/<name>.
+# Each is one program linked with the helpers; the flags are those of the
+# selftests' lib.mk and mm/Makefile (-D_GNU_SOURCE=, -U_FORTIFY_SOURCE),
+# static and stripped for the initramfs (about 850 KiB each).  A source
+# is a file of the tree's selftests/mm, or one of our drivers in
+# selftests/ that includes an upstream test to run a part of it.
+KSRC = REPO / "build" / "linux"
+SELFTESTS = HERE / "selftests"
+SELFTESTS_MM = {
+    "cow_pmd": SELFTESTS / "cow_pmd.c",
+    "khugepaged": "khugepaged.c",
+    "transhuge-stress": "transhuge-stress.c",
+    "split_huge_page_thp": SELFTESTS / "split_huge_page_thp.c",
+}
+SELFTESTS_MM_HELPERS = ["vm_util.c", "thp_settings.c"]
+SELFTEST_CFLAGS = ["-static", "-s", "-O2", "-Wall", "-D_GNU_SOURCE=", "-U_FORTIFY_SOURCE",
+                   "-Werror=implicit-function-declaration", "-Werror=int-conversion"]
+# 6.12.y's khugepaged.c returns KSFT_SKIP (a stable backport) without
+# including kselftest.h, so it does not compile as shipped: include it.
+SELFTEST_EXTRA = {"khugepaged": ["-include", "../kselftest.h"]}
+SELFTEST_LIBS = ["-lrt", "-lpthread", "-lm"]
+# What `make headers_install` reads: the uapi headers and the scripts
+# that generate or clean them (the x86 syscall numbers among them).
+UAPI_INPUTS = ["include/uapi", "arch/x86/include/uapi", "arch/x86/entry/syscalls",
+               "scripts/headers_install.sh", "scripts/Makefile.asm-headers",
+               "scripts/syscallhdr.sh", "scripts/unifdef.c", "Makefile"]
 
 DEFAULTS = {"smp": 2, "numa": 2, "mem": "1G", "timeout": 300}
 MAX_SMP = 64
@@ -332,9 +360,9 @@ def gcc_version():
         raise SetupError("cannot run gcc: %s" % e)
 
 
-def initramfs_inputs():
+def initramfs_inputs(selftests):
     """(label, bytes) pairs that determine the initramfs contents."""
-    items = []
+    items = [("selftests", (selftests.digest if selftests else "none").encode())]
     for p in [HERE / "init.sh", HERE / "lib.sh"]:
         items.append(("file:" + p.name, p.read_bytes()))
     for p in sorted(CASES.glob("*.sh")):
@@ -366,8 +394,139 @@ def compile_progs(outdir, log):
     return built
 
 
-def build_initramfs(force, log):
-    items = initramfs_inputs()
+# ------------------------------------------------------------- selftests
+
+def _tree_files(root, rels, pattern="*"):
+    """Files under root/rel for each rel (a file or a directory, recursively),
+    sorted, as (relative path, Path)."""
+    found = []
+    for rel in rels:
+        p = root / rel
+        if p.is_file():
+            found.append((rel, p))
+        elif p.is_dir():
+            found += [(str(f.relative_to(root)), f) for f in p.rglob(pattern) if f.is_file()]
+    return sorted(found)
+
+
+class Selftests:
+    """The mm selftests of one kernel tree: a digest of everything the
+    binaries depend on, and the cached build (CACHE/selftests) for it."""
+
+    def __init__(self, ksrc):
+        self.ksrc = ksrc
+        self.src = ksrc / "tools" / "testing" / "selftests"
+        self.out = CACHE / "selftests"
+        self.bindir = self.out / "mm"
+        self.stamp = self.out / "mm.sha256"
+        self.uring = self.liburing()
+        inputs = _tree_files(ksrc, ["tools/testing/selftests/mm"], "*.[ch]")
+        inputs += _tree_files(ksrc, ["tools/testing/selftests/kselftest.h",
+                                     "mm/gup_test.h", "tools/include/uapi"] + UAPI_INPUTS)
+        inputs += [("driver:" + p.name, p) for p in sorted(SELFTESTS.glob("*.[ch]"))]
+        h = hashlib.sha256()
+        for rel, path in inputs:
+            h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+        tests = sorted((k, v if isinstance(v, str) else "driver:" + v.name)
+                       for k, v in SELFTESTS_MM.items())
+        for label, value in (("gcc", gcc_version()), ("tests", repr(tests)),
+                             ("helpers", " ".join(SELFTESTS_MM_HELPERS)),
+                             ("cflags", " ".join(SELFTEST_CFLAGS)),
+                             ("extra", repr(sorted(SELFTEST_EXTRA.items()))),
+                             ("libs", " ".join(SELFTEST_LIBS)),
+                             ("liburing", str(self.uring))):
+            h.update(label.encode() + b"\0" + value.encode() + b"\0")
+        self.digest = h.hexdigest()
+
+    @staticmethod
+    def liburing():
+        """True when a static liburing links: cow then has its io_uring
+        cases (liburing-dev; optional, they are not built without it)."""
+        with tempfile.TemporaryDirectory(prefix="liburing.") as tmp:
+            src = Path(tmp) / "t.c"
+            src.write_text("#include <liburing.h>\n"
+                           "int main(void) { struct io_uring r;"
+                           " return io_uring_queue_init(1, &r, 0); }\n")
+            r = subprocess.run(["gcc", "-static", "-o", str(Path(tmp) / "t"), str(src),
+                                "-luring"], capture_output=True)
+            return r.returncode == 0
+
+    def binaries(self):
+        return [(name, self.bindir / name) for name in sorted(SELFTESTS_MM)]
+
+    def cached(self):
+        return (self.stamp.is_file() and self.stamp.read_text().strip() == self.digest
+                and all(exe.is_file() for _, exe in self.binaries()))
+
+    def build(self, force, log):
+        """Installs the tree's uapi headers (the host's /usr/include is
+        older than the kernel) in a scratch directory and compiles each
+        test against them; keeps only the binaries."""
+        if not force and self.cached():
+            return
+        self.out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self.out, prefix="build.") as tmp:
+            tmp = Path(tmp)
+            log("installing the uapi headers of %s" % self.ksrc)
+            # O= keeps the kernel tree untouched; headers need no .config.
+            cmd = ["make", "-s", "-C", str(self.ksrc), "O=%s" % (tmp / "obj"), "ARCH=x86_64",
+                   "INSTALL_HDR_PATH=%s" % (tmp / "usr"), "headers_install"]
+            env = dict(os.environ)
+            for k in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL"):
+                env.pop(k, None)
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+            if r.returncode != 0:
+                raise SetupError("%s failed:\n%s%s" % (" ".join(cmd), r.stdout, r.stderr[-3000:]))
+            cfg = tmp / "cfg"
+            cfg.mkdir()
+            uring = self.uring
+            # What the selftests' check_config.sh would generate.
+            (cfg / "local_config.h").write_text(
+                "#define LOCAL_CONFIG_HAVE_LIBURING 1\n" if uring
+                else "/* No liburing support found */\n")
+            if not uring:
+                log("no static liburing (liburing-dev): cow's io_uring cases are not built")
+            bindir = tmp / "mm"
+            bindir.mkdir()
+            mm = self.src / "mm"
+            for name, src in sorted(SELFTESTS_MM.items()):
+                srcs = [str(mm / src)] + [str(mm / h) for h in SELFTESTS_MM_HELPERS]
+                cmd = (["gcc"] + SELFTEST_CFLAGS + SELFTEST_EXTRA.get(name, [])
+                       + ["-I", str(cfg), "-I", str(mm), "-I", str(self.ksrc),
+                          "-isystem", str(tmp / "usr" / "include"),
+                          "-isystem", str(self.ksrc / "tools" / "include" / "uapi"),
+                          "-o", str(bindir / name)] + srcs + SELFTEST_LIBS
+                       + (["-luring"] if uring else []))
+                log("compiling selftests/mm/%s" % name)
+                r = subprocess.run(cmd, cwd=str(mm), capture_output=True, text=True)
+                if r.returncode != 0:
+                    raise SetupError("compiling selftest %s failed:\n%s%s"
+                                     % (name, r.stdout, r.stderr[-3000:]))
+            if self.bindir.exists():
+                shutil.rmtree(self.bindir)
+            os.replace(bindir, self.bindir)
+        self.stamp.write_text(self.digest + "\n")
+
+
+def find_selftests(ksrc, log):
+    """The Selftests of the kernel tree, or None (with a message) when
+    there is no tree: the initramfs then has no /selftests."""
+    if ksrc is None:
+        ksrc, given = KSRC, False
+    else:
+        ksrc, given = Path(ksrc), True
+    if not (ksrc / "tools" / "testing" / "selftests" / "mm").is_dir():
+        if given:
+            raise UsageError("--ksrc %s: no tools/testing/selftests/mm there" % ksrc)
+        log("no kernel tree at %s (make prepare): the initramfs has no /selftests"
+            % ksrc)
+        return None
+    return Selftests(ksrc.resolve())
+
+
+def build_initramfs(force, log, ksrc=None):
+    selftests = find_selftests(ksrc, log)
+    items = initramfs_inputs(selftests)
     h = hashlib.sha256()
     for label, body in items:
         h.update(label.encode() + b"\0" + hashlib.sha256(body).digest())
@@ -378,6 +537,8 @@ def build_initramfs(force, log):
         return out, False
 
     CACHE.mkdir(parents=True, exist_ok=True)
+    if selftests:
+        selftests.build(force, log)
     with tempfile.TemporaryDirectory(dir=CACHE, prefix="progs.") as tmp:
         progs = compile_progs(Path(tmp), log)
         c = Cpio()
@@ -402,6 +563,11 @@ def build_initramfs(force, log):
                 c.symlink("bin/" + applet, "busybox")
         for name, exe in progs:
             c.file("bin/" + name, exe.read_bytes(), 0o755)
+        if selftests:
+            c.dir("selftests")
+            c.dir("selftests/mm")
+            for name, exe in selftests.binaries():
+                c.file("selftests/mm/" + name, exe.read_bytes(), 0o755)
         c.file("init", (HERE / "init.sh").read_bytes(), 0o755)
         c.file("scenarios/lib.sh", (HERE / "lib.sh").read_bytes())
         c.file("scenarios/splat.re", "\n".join(SPLAT_PATTERNS).encode() + b"\n")
@@ -747,7 +913,10 @@ def parse_args(argv):
     ap.add_argument("--list", action="store_true", help="list scenarios and exit")
     ap.add_argument("--verbose", "-v", action="store_true",
                     help="stream the console while running")
-    ap.add_argument("--rebuild", action="store_true", help="force an initramfs rebuild")
+    ap.add_argument("--ksrc", metavar="DIR",
+                    help="kernel tree to build /selftests/mm from (default build/linux)")
+    ap.add_argument("--rebuild", action="store_true",
+                    help="force an initramfs rebuild (and of the selftests)")
     ap.add_argument("--dry-run", action="store_true",
                     help="build the initramfs, print the QEMU commands, do not boot")
     return ap.parse_args(argv)
@@ -835,7 +1004,8 @@ def main(argv):
     if shutil.which(QEMU) is None:
         raise SetupError("%s not found" % QEMU)
 
-    initrd, rebuilt = build_initramfs(args.rebuild, lambda m: print("[initramfs] " + m))
+    initrd, rebuilt = build_initramfs(args.rebuild, lambda m: print("[initramfs] " + m),
+                                      args.ksrc)
     print("[initramfs] %s %s" % ("built" if rebuilt else "cached", initrd))
     print("[kernel] %s" % kernel)
 
