@@ -189,6 +189,7 @@ else
 	run_round fallback
 
 	log "after: $(stat_line); ${area##*/} primary_used_pages $(cat "$area/primary_used_pages" 2>/dev/null)"
+	log "fragpin since: $(grep -c 'freed since' /tmp/fragpin.out) sweeps took $(sed -n 's/.*took \([0-9]*\) blocks freed since/\1/p' /tmp/fragpin.out | awk '{ n += $1 } END { print n + 0 }') blocks; free 2 MiB blocks now $(free_huge_blocks)"
 	check gcma_fault_alloc expect_gt "$(read_counter $T/stat gcma_thp_fault_alloc)" "$fault0"
 	check gcma_collapse_alloc expect_gt "$(read_counter $T/stat gcma_thp_collapse_alloc)" "$collapse0"
 	while IFS= read -r line; do

@@ -15,12 +15,15 @@
  *    caller sets it) compaction does not move those pages, so no block
  *    can be made whole again.
  * 3. The blocks it did not get (the margin) may still be free whole: it
- *    takes those as huge pages (MADV_HUGEPAGE faults, locked too) and
- *    keeps them, until /proc/buddyinfo shows no free block of order >= 9
- *    outside ZONE_DMA (which user memory does not reach).
+ *    raises vm.nr_hugepages by their number, until /proc/buddyinfo shows
+ *    no free block of order >= 9 outside ZONE_DMA (which user memory does
+ *    not reach).  The hugetlb pool takes them from the buddy allocator
+ *    only, never from a GCMA THP area, whatever the GCMA THP mode; the
+ *    kernel needs CONFIG_HUGETLBFS.
  *
- * Then it prints one summary line, creates READY_FILE if given, and
- * sleeps until killed, holding everything.  Exit 0 never (it sleeps),
+ * Then it prints one summary line, creates READY_FILE if given, and holds
+ * everything until killed; every second it takes the blocks that have
+ * become whole since (as in step 3, one line on stderr when it took some).  Exit 0 never (it sleeps),
  * 1 error, 2 usage error.
  *
  * Our own minimal version for the selftest scenario; see also fragment.c.
@@ -100,6 +103,45 @@ static void give_back(char *p, size_t len)
 		die("madvise(MADV_DONTNEED)");
 }
 
+#define NR_HUGEPAGES "/proc/sys/vm/nr_hugepages"
+
+static long nr_hugepages(void)
+{
+	long nr = -1;
+	FILE *f = fopen(NR_HUGEPAGES, "r");
+
+	if (!f || fscanf(f, "%ld", &nr) != 1)
+		die(NR_HUGEPAGES " (CONFIG_HUGETLBFS?)");
+	fclose(f);
+	return nr;
+}
+
+/*
+ * Takes the free blocks of 2 MiB into the hugetlb pool, which takes them
+ * from the buddy allocator only (a THP fault could get a block of a GCMA
+ * THP area instead), until none is left or a round takes none.  Returns
+ * the number of blocks taken.
+ */
+static long take_free_blocks(void)
+{
+	long left, prev = -1, nr0 = nr_hugepages();
+	FILE *f;
+
+	while ((left = free_huge_blocks()) > 0 && (prev < 0 || left < prev)) {
+		f = fopen(NR_HUGEPAGES, "w");
+		if (!f)
+			die(NR_HUGEPAGES);
+		fprintf(f, "%ld\n", nr_hugepages() + left);
+		if (fclose(f))
+			die("writing " NR_HUGEPAGES);
+		prev = left;
+		if (verbose)
+			fprintf(stderr, "fragpin: %ld free 2 MiB blocks, %ld huge pages now\n",
+				left, nr_hugepages());
+	}
+	return nr_hugepages() - nr0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: fragpin [-m MARGIN_MIB] [-r READY_FILE] [-v]\n");
@@ -108,13 +150,13 @@ static void usage(void)
 
 int main(int argc, char **argv)
 {
-	long margin_mib = 32, avail_kb, npages, i, run, kept = 0, huge_mib = 0, left, prev = -1;
+	long margin_mib = 32, avail_kb, npages, i, run, kept = 0, huge, left;
 	const char *ready = NULL;
 	uint64_t *pfns;
 	uint8_t *seen;
 	char *mem;
 	size_t len, seen_len = 1 << 20;
-	int opt, fd, round;
+	int opt, fd;
 
 	while ((opt = getopt(argc, argv, "m:r:v")) != -1) {
 		switch (opt) {
@@ -211,33 +253,12 @@ int main(int argc, char **argv)
 		give_back(mem + run * page, (npages - run) * page);
 	free(pfns);
 
-	/*
-	 * 3. Whole blocks still free (they were in the margin): take them
-	 * as huge pages, a few at a time, and keep them; stop when a round
-	 * takes none (THP off, or the blocks are out of reach).
-	 */
-	for (round = 0; (left = free_huge_blocks()) > 0 && (prev < 0 || left < prev); round++) {
-		size_t hlen = (left + 1) << (BLOCK_ORDER + 12);
-		char *h = mmap(NULL, hlen + (2 << 20), PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-		if (h == MAP_FAILED)
-			die("mmap");
-		h = (char *)(((uintptr_t)h + (2 << 20) - 1) & ~(uintptr_t)((2 << 20) - 1));
-		if (madvise(h, hlen, MADV_HUGEPAGE))
-			die("madvise(MADV_HUGEPAGE)");
-		for (i = 0; i < (long)hlen; i += 2 << 20)
-			h[i] = 1;
-		huge_mib += hlen >> 20;
-		prev = left;
-		if (verbose)
-			fprintf(stderr, "fragpin: round %d: %ld free 2 MiB blocks, took %zu MiB\n",
-				round, left, hlen >> 20);
-	}
+	/* 3. Whole blocks still free (they were in the margin). */
+	huge = take_free_blocks();
 	left = free_huge_blocks();
-	printf("fragpin: pinned one page in %ld blocks of 2 MiB, %ld MiB more in huge pages, "
+	printf("fragpin: pinned one page in %ld blocks of 2 MiB, took %ld more as hugetlb pages, "
 	       "%ld free blocks of order >= 9 left, MemFree %ld MiB\n",
-	       kept, huge_mib, left, meminfo_kb("MemFree") / 1024);
+	       kept, huge, left, meminfo_kb("MemFree") / 1024);
 	fflush(stdout);
 	if (ready) {
 		fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -245,6 +266,14 @@ int main(int argc, char **argv)
 			die(ready);
 		close(fd);
 	}
-	for (;;)
-		pause();
+	/*
+	 * Hold it, and every second take the blocks that have become whole
+	 * since (pages that were on per-CPU lists, freed kernel memory).
+	 */
+	for (;;) {
+		sleep(1);
+		huge = take_free_blocks();
+		if (huge)
+			fprintf(stderr, "fragpin: took %ld blocks freed since\n", huge);
+	}
 }
