@@ -19,8 +19,9 @@
 # blocks.  One NUMA node: with two (1.5 GiB each) the kernel image, placed
 # at random, often leaves no free range of 1280 MiB in either.  Subsets, for the run time under TCG with KASAN (about 80 s a
 # round): khugepaged runs the khugepaged context with PMD-order anonymous
-# memory and the MADV_COLLAPSE context with order-2 mTHPs (-s 2), instead
-# of both contexts twice (run_vmtests.sh; 90 s each); cow_pmd is cow with
+# memory (the MADV_COLLAPSE context with order-2 mTHPs, -s 2, on request,
+# see TESTS), instead of both contexts twice (run_vmtests.sh; 90 s each;
+# cow_pmd still collapses with MADV_COLLAPSE); cow_pmd is cow with
 # the PMD THP size only (the mTHP sizes never use GCMA); split_huge_page_thp
 # is split_huge_page_test without its page-cache cases (4M one-byte writes
 # each, about 45 s, and skipped on a file system without large folios);
@@ -31,10 +32,15 @@ ST=/selftests/mm
 OUT=/tmp/selftests
 # tag:command line of /selftests/mm, one test per line.
 TESTS='khugepaged:khugepaged khugepaged:anon
-khugepaged_mthp:khugepaged -s 2 madvise:anon
 cow:cow_pmd
 split_huge_page:split_huge_page_thp
 transhuge_stress:transhuge-stress -d 5 64'
+# On request (--append gcma_thp_selftests.mthp=1): khugepaged's
+# MADV_COLLAPSE context with order-2 mTHPs, about 25 s more a round.
+if [ "$(cmdline_arg gcma_thp_selftests.mthp 0)" = 1 ]; then
+	TESTS="$TESTS
+khugepaged_mthp:khugepaged -s 2 madvise:anon"
+fi
 
 # summarize OUTFILE RC: one line "pass=P fail=F skip=S" for a test's
 # output.  kselftest programs print "# Totals: pass:P fail:F ... skip:S
@@ -102,7 +108,7 @@ run_test() {
 run_round() {
 	local round line tag
 	round=$1
-	log "round $round: mode $(cat $T/mode), $(free_huge_blocks) free blocks of 2 MiB"
+	log "round $round at $(uptime_s) s: mode $(cat $T/mode), $(free_huge_blocks) free blocks of 2 MiB"
 	while IFS= read -r line; do
 		tag=${line%%:*}
 		# shellcheck disable=SC2086 # the command line is split on purpose
@@ -117,6 +123,7 @@ EOF
 fragpin_ready() {
 	local t
 	t=0
+	log "fragpin started at $(uptime_s) s"
 	while [ ! -e /tmp/fragpin.ready ]; do
 		if ! kill -0 "$frag" 2>/dev/null; then
 			cat /tmp/fragpin.out
@@ -131,6 +138,11 @@ fragpin_ready() {
 		t=$((t + 1))
 	done
 	cat /tmp/fragpin.out
+	log "fragpin ready at $(uptime_s) s"
+}
+
+uptime_s() {
+	cut -d. -f1 /proc/uptime
 }
 
 # free_huge_blocks: free blocks of 2 MiB (order >= 9) outside ZONE_DMA.
@@ -216,5 +228,6 @@ EOF
 	kill "$frag"
 	wait "$frag" 2>/dev/null
 	swapoff /dev/vda
+	log "done at $(uptime_s) s"
 fi
 check no_splat no_splat
