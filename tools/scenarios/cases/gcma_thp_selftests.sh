@@ -123,7 +123,6 @@ EOF
 fragpin_ready() {
 	local t
 	t=0
-	log "fragpin started at $(uptime_s) s"
 	while [ ! -e /tmp/fragpin.ready ]; do
 		if ! kill -0 "$frag" 2>/dev/null; then
 			cat /tmp/fragpin.out
@@ -138,7 +137,6 @@ fragpin_ready() {
 		t=$((t + 1))
 	done
 	cat /tmp/fragpin.out
-	log "fragpin ready at $(uptime_s) s"
 }
 
 uptime_s() {
@@ -175,6 +173,11 @@ stat_line() {
 	tr '\n' ' ' <$T/stat
 }
 
+# vmstat_line: the THP and compaction counters of /proc/vmstat.
+vmstat_line() {
+	grep -E '^(thp_fault_alloc|thp_fault_fallback|thp_collapse_alloc|thp_collapse_alloc_failed|compact_stall|compact_success) ' /proc/vmstat | tr '\n' ' '
+}
+
 if [ ! -x $ST/khugepaged ]; then
 	scenario_fail "no $ST/khugepaged in the initramfs: run.py builds the selftests from the kernel tree (build/linux or --ksrc; make prepare)"
 elif [ ! -d $T ]; then
@@ -202,7 +205,9 @@ else
 	echo 0 >/proc/sys/vm/compact_unevictable_allowed
 	fragpin -r /tmp/fragpin.ready >/tmp/fragpin.out 2>&1 &
 	frag=$!
+	log "fragpin started at $(uptime_s) s"
 	check fragpin fragpin_ready
+	log "fragpin ready at $(uptime_s) s"
 	# A block that becomes whole later (pages on per-CPU lists, freed
 	# kernel memory) is taken by fragpin within a second.
 	check fragmented fragmented
@@ -211,11 +216,11 @@ else
 	check mode_fallback expect_file_contains $T/mode '\[fallback\]'
 	fault0=$(read_counter $T/stat gcma_thp_fault_alloc)
 	collapse0=$(read_counter $T/stat gcma_thp_collapse_alloc)
-	log "before: $(stat_line)"
+	log "before: $(stat_line); $(vmstat_line)"
 
 	run_round fallback
 
-	log "after: $(stat_line); ${area##*/} primary_used_pages $(cat "$area/primary_used_pages" 2>/dev/null)"
+	log "after: $(stat_line); $(vmstat_line); ${area##*/} primary_used_pages $(cat "$area/primary_used_pages" 2>/dev/null)"
 	log "fragpin since: $(grep -c 'freed since' /tmp/fragpin.out) sweeps took $(sed -n 's/.*took \([0-9]*\) blocks freed since/\1/p' /tmp/fragpin.out | awk '{ n += $1 } END { print n + 0 }') blocks; free 2 MiB blocks now $(free_huge_blocks)"
 	check gcma_fault_alloc expect_gt "$(read_counter $T/stat gcma_thp_fault_alloc)" "$fault0"
 	check gcma_collapse_alloc expect_gt "$(read_counter $T/stat gcma_thp_collapse_alloc)" "$collapse0"
