@@ -143,10 +143,13 @@ uptime_s() {
 	cut -d. -f1 /proc/uptime
 }
 
-# free_huge_blocks: free blocks of 2 MiB (order >= 9) outside ZONE_DMA.
+# free_huge_blocks: free blocks of 2 MiB (order >= 9) a THP could take:
+# outside ZONE_DMA, not in the high-order atomic reserve (as fragpin).
 free_huge_blocks() {
-	awk '$4 != "DMA" { m = 1; for (o = 9; o + 5 <= NF; o++) { n += $(o + 5) * m; m *= 2 } }
-		END { print n + 0 }' /proc/buddyinfo
+	awk '$1 == "Node" && $5 == "type" && $4 != "DMA," &&
+		($6 == "Unmovable" || $6 == "Movable" || $6 == "Reclaimable") {
+		m = 1; for (o = 9; o + 7 <= NF; o++) { n += $(o + 7) * m; m *= 2 } }
+		END { print n + 0 }' /proc/pagetypeinfo
 }
 
 # fragmented: no free 2 MiB block is left, or none within 10 s.

@@ -15,11 +15,14 @@
  *    caller sets it) compaction does not move those pages, so no block
  *    can be made whole again.
  * 3. The blocks it did not get (the margin) may still be free whole: it
- *    raises vm.nr_hugepages by their number, until /proc/buddyinfo shows
- *    no free block of order >= 9 outside ZONE_DMA (which user memory does
- *    not reach).  The hugetlb pool takes them from the buddy allocator
+ *    raises vm.nr_hugepages by their number, until /proc/pagetypeinfo
+ *    shows no free block of order >= 9 a THP could take (outside ZONE_DMA,
+ *    which user memory does not reach, and the high-order atomic reserve).  The hugetlb pool takes them from the buddy allocator
  *    only, never from a GCMA THP area, whatever the GCMA THP mode; the
  *    kernel needs CONFIG_HUGETLBFS.
+ * 4. Asks for one hugetlb page more, which empties the per-CPU lists,
+ *    where freed THPs wait invisible to /proc/pagetypeinfo for the next
+ *    THP allocation, and takes the blocks that freed.
  *
  * Then it prints one summary line, creates READY_FILE if given, and holds
  * everything until killed; every second it takes the blocks that have
@@ -69,25 +72,31 @@ static long meminfo_kb(const char *key)
 	return v;
 }
 
-/* Free blocks of order >= 9, in units of 2 MiB, outside ZONE_DMA. */
+/*
+ * Free blocks of order >= 9, in units of 2 MiB, that a THP could take:
+ * outside ZONE_DMA, on the free lists of the unmovable, movable and
+ * reclaimable types (not the high-order atomic reserve, CMA, isolated).
+ */
 static long free_huge_blocks(void)
 {
-	char line[512], zone[32];
+	char line[512], zone[32], type[32];
 	long total = 0;
-	FILE *f = fopen("/proc/buddyinfo", "r");
+	FILE *f = fopen("/proc/pagetypeinfo", "r");
 
 	if (!f)
-		die("/proc/buddyinfo");
+		die("/proc/pagetypeinfo");
 	while (fgets(line, sizeof(line), f)) {
-		char *p = strstr(line, "zone");
+		char *p = line;
 		int order = 0, off;
 		long cnt;
 
-		if (!p || sscanf(p, "zone %31s%n", zone, &off) != 1)
+		if (sscanf(p, "Node %*d, zone %31[^,], type %31s%n", zone, type, &off) != 2)
 			continue;
-		p += off;
-		for (; sscanf(p, "%ld%n", &cnt, &off) == 1; p += off, order++)
-			if (order >= BLOCK_ORDER && strcmp(zone, "DMA"))
+		if (!strcmp(zone, "DMA") || (strcmp(type, "Unmovable") && strcmp(type, "Movable") &&
+					     strcmp(type, "Reclaimable")))
+			continue;
+		for (p += off; sscanf(p, "%ld%n", &cnt, &off) == 1; p += off, order++)
+			if (order >= BLOCK_ORDER)
 				total += cnt << (order - BLOCK_ORDER);
 	}
 	fclose(f);
@@ -116,6 +125,17 @@ static long nr_hugepages(void)
 	return nr;
 }
 
+static void set_nr_hugepages(long nr)
+{
+	FILE *f = fopen(NR_HUGEPAGES, "w");
+
+	if (!f)
+		die(NR_HUGEPAGES);
+	fprintf(f, "%ld\n", nr);
+	if (fclose(f))
+		die("writing " NR_HUGEPAGES);
+}
+
 /*
  * Takes the free blocks of 2 MiB into the hugetlb pool, which takes them
  * from the buddy allocator only (a THP fault could get a block of a GCMA
@@ -125,15 +145,9 @@ static long nr_hugepages(void)
 static long take_free_blocks(void)
 {
 	long left, prev = -1, nr0 = nr_hugepages();
-	FILE *f;
 
 	while ((left = free_huge_blocks()) > 0 && (prev < 0 || left < prev)) {
-		f = fopen(NR_HUGEPAGES, "w");
-		if (!f)
-			die(NR_HUGEPAGES);
-		fprintf(f, "%ld\n", nr_hugepages() + left);
-		if (fclose(f))
-			die("writing " NR_HUGEPAGES);
+		set_nr_hugepages(nr_hugepages() + left);
 		prev = left;
 		if (verbose)
 			fprintf(stderr, "fragpin: %ld free 2 MiB blocks, %ld huge pages now\n",
@@ -255,6 +269,15 @@ int main(int argc, char **argv)
 
 	/* 3. Whole blocks still free (they were in the margin). */
 	huge = take_free_blocks();
+	/*
+	 * 4. Freed THPs wait on the per-CPU lists, out of /proc/pagetypeinfo,
+	 * and the next THP allocation there takes one.  One more hugetlb page
+	 * than there are free blocks makes the allocation take the slow path,
+	 * which empties those lists (and unreserves a high-order atomic
+	 * block) before it gives up; then take what that freed.
+	 */
+	set_nr_hugepages(nr_hugepages() + 1);
+	huge += take_free_blocks();
 	left = free_huge_blocks();
 	printf("fragpin: pinned one page in %ld blocks of 2 MiB, took %ld more as hugetlb pages, "
 	       "%ld free blocks of order >= 9 left, MemFree %ld MiB\n",
