@@ -133,7 +133,7 @@ SPLAT_QUIET = 60     # s of console silence after a splat before giving up
 
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
 LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
-SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group"}
+SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group", "selftests"}
 
 
 class UsageError(Exception):
@@ -524,15 +524,19 @@ def find_selftests(ksrc, log):
     return Selftests(ksrc.resolve())
 
 
-def build_initramfs(force, log, ksrc=None):
-    selftests = find_selftests(ksrc, log)
+def build_initramfs(force, log, ksrc=None, with_selftests=False):
+    """The initramfs, cached; with_selftests: the variant with
+    /selftests/mm, for the scenarios that ask for it ("# selftests: mm"),
+    kept apart so that the others boot without 3.4 MB more to unpack."""
+    selftests = find_selftests(ksrc, log) if with_selftests else None
     items = initramfs_inputs(selftests)
     h = hashlib.sha256()
     for label, body in items:
         h.update(label.encode() + b"\0" + hashlib.sha256(body).digest())
     digest = h.hexdigest()
-    out = CACHE / "initramfs.cpio"
-    stamp = CACHE / "initramfs.sha256"
+    name = "initramfs-selftests" if with_selftests else "initramfs"
+    out = CACHE / (name + ".cpio")
+    stamp = CACHE / (name + ".sha256")
     if not force and out.is_file() and stamp.is_file() and stamp.read_text().strip() == digest:
         return out, False
 
@@ -1004,9 +1008,19 @@ def main(argv):
     if shutil.which(QEMU) is None:
         raise SetupError("%s not found" % QEMU)
 
-    initrd, rebuilt = build_initramfs(args.rebuild, lambda m: print("[initramfs] " + m),
-                                      args.ksrc)
-    print("[initramfs] %s %s" % ("built" if rebuilt else "cached", initrd))
+    # One initramfs for all, and one with the kernel's selftests for the
+    # scenarios that say "# selftests: mm".
+    initrds = {}
+    for sc in scenarios:
+        variant = sc.meta.get("selftests")
+        if variant not in (None, "mm"):
+            raise UsageError("%s: header: selftests: %r (only 'mm')" % (sc.path, variant))
+        with_selftests = variant == "mm"
+        if with_selftests not in initrds:
+            initrds[with_selftests], rebuilt = build_initramfs(
+                args.rebuild, lambda m: print("[initramfs] " + m), args.ksrc, with_selftests)
+            print("[initramfs] %s %s" % ("built" if rebuilt else "cached",
+                                         initrds[with_selftests]))
     print("[kernel] %s" % kernel)
 
     log_dir = Path(args.log_dir) if args.log_dir else CACHE / "logs"
@@ -1020,6 +1034,7 @@ def main(argv):
     for sc, cfg in zip(scenarios, configs):
         print("=== %s (%s)" % (sc.name, cfg.describe()), flush=True)
         log_path = None if args.dry_run else log_dir / ("%s.log" % sc.name)
+        initrd = initrds[sc.meta.get("selftests") == "mm"]
         out = run_scenario(sc, cfg, kernel, initrd, log_path, args.verbose, args.dry_run)
         if out is None:
             continue

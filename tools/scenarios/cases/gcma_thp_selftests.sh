@@ -5,6 +5,7 @@
 # numa: 1
 # disk: 128M
 # timeout: 600
+# selftests: mm
 #
 # Two rounds of the same selftests (built by run.py into /selftests/mm,
 # see README.md): the baseline with mode "never" (the kernel as without
@@ -154,7 +155,7 @@ free_huge_blocks() {
 
 # fragmented: no free 2 MiB block is left, or none within 10 s.
 fragmented() {
-	wait_for 10 test "$(free_huge_blocks)" -eq 0
+	wait_for 10 test "$(free_huge_blocks)" -eq 0 >/dev/null
 	expect_eq "$(free_huge_blocks)" 0
 }
 
