@@ -3,7 +3,8 @@
  * The kernel's cow selftest with the PMD THP size only, for the scenarios.
  *
  * The upstream test (tools/testing/selftests/mm/cow.c, compiled here
- * unchanged in the same translation unit) runs every anonymous case with
+ * unchanged in the same translation unit; run.py renames this main() to
+ * SELFTEST_MAIN in its multi-call program) runs every anonymous case with
  * base pages, with hugetlb pages, and with a THP of each size the kernel
  * supports: on x86-64 the PMD size (2 MiB) and seven mTHP sizes (16 KiB
  * to 1 MiB).  GCMA backs PMD-sized THPs only; the mTHP sizes take the
@@ -12,11 +13,15 @@
  * is upstream's with the THP sizes cut to the PMD size; every other case
  * runs as upstream.
  */
+#undef main
 #define main cow_main
 #include "cow.c"
 #undef main
+#ifdef SELFTEST_MAIN
+#define main SELFTEST_MAIN
+#endif
 
-int main(void)
+int main(int argc, char **argv)
 {
 	int err;
 	struct thp_settings default_settings;

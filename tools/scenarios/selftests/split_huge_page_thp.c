@@ -4,7 +4,8 @@
  *
  * The upstream test (tools/testing/selftests/mm/split_huge_page_test.c,
  * compiled here unchanged in the same translation unit, so that the
- * kselftest counters are shared) ends with nine page-cache cases that
+ * kselftest counters are shared; run.py renames this main() to
+ * SELFTEST_MAIN in its multi-call program) ends with nine page-cache cases that
  * write a 4 MiB file one byte per write(): four million system calls per
  * case, about 45 s each under QEMU TCG with KASAN, and on a file system
  * without large folios (our /tmp) all nine skip anyway.  This driver runs
@@ -12,11 +13,15 @@
  * pages, PMD-mapped anonymous THPs, PTE-mapped anonymous THPs, and a
  * shmem THP of a huge=always tmpfs.
  */
+#undef main
 #define main split_huge_page_test_main
 #include "split_huge_page_test.c"
 #undef main
+#ifdef SELFTEST_MAIN
+#define main SELFTEST_MAIN
+#endif
 
-int main(void)
+int main(int argc, char **argv)
 {
 	ksft_print_header();
 	if (geteuid() != 0) {
