@@ -1,7 +1,7 @@
 # shellcheck shell=dash
 # description: the kernel's THP selftests (khugepaged, cow, split_huge_page, transhuge-stress) pass the same with memory fragmented and GCMA's THP fallback on as without
 # append: gcma=1280M:thp gcma.thp_mode=never
-# append: rcupdate.rcu_cpu_stall_suppress_at_boot=1
+# append: rcupdate.rcu_cpu_stall_suppress_at_boot=1 nokaslr
 # mem: 3G
 # numa: 1
 # disk: 128M
@@ -22,8 +22,9 @@
 # that PID 1 (ACPI, unpacking the initramfs; PREEMPT_NONE) has starved the
 # RCU kthread past the 10 s stall timeout before /init: stall reports
 # before init are suppressed, those of the scenario itself are not.
-# One NUMA node: with two (1.5 GiB each) the kernel image, placed
-# at random, often leaves no free range of 1280 MiB in either.  Subsets, for the run time under TCG with KASAN (about 80 s a
+# One NUMA node and nokaslr: a kernel image placed at random in the
+# middle of memory (or of either 1.5 GiB node with two) often leaves no
+# free range of 1280 MiB ("gcma: no free range ... not reserved").  Subsets, for the run time under TCG with KASAN (about 80 s a
 # round): khugepaged runs the khugepaged context with PMD-order anonymous
 # memory (the MADV_COLLAPSE context with order-2 mTHPs, -s 2, on request,
 # see TESTS), instead of both contexts twice (run_vmtests.sh; 90 s each;
