@@ -1,0 +1,248 @@
+# shellcheck shell=dash
+# description: the kernel's THP selftests (khugepaged, cow, split_huge_page, transhuge-stress) pass the same with memory fragmented and GCMA's THP fallback on as without
+# append: gcma=1280M:thp gcma.thp_mode=never
+# append: rcupdate.rcu_cpu_stall_suppress_at_boot=1 nokaslr
+# mem: 3G
+# numa: 1
+# disk: 128M
+# timeout: 600
+# selftests: mm
+#
+# Two rounds of the same selftests (built by run.py into /selftests/mm,
+# see README.md): the baseline with mode "never" (the kernel as without
+# GCMA) on unfragmented memory, then with mode "fallback" after fragpin
+# has left one pinned page in every 2 MiB block of the buddy allocator,
+# so that every PMD-sized THP has to come from the THP area.  Each test
+# must pass in both rounds with the same pass/fail/skip counts, and the
+# second round must have taken THPs from GCMA, by fault and by collapse.
+#
+# Sizes: khugepaged's collapse_compound_extreme holds 512 THPs at once
+# (one page of each stays mapped), so the THP area has 1280 MiB: 640
+# blocks.  3 GiB take long enough to boot under KASAN on a loaded host
+# that PID 1 (ACPI, unpacking the initramfs; PREEMPT_NONE) has starved the
+# RCU kthread past the 10 s stall timeout before /init: stall reports
+# before init are suppressed, those of the scenario itself are not.
+# One NUMA node and nokaslr: a kernel image placed at random in the
+# middle of memory (or of either 1.5 GiB node with two) often leaves no
+# free range of 1280 MiB ("gcma: no free range ... not reserved").  Subsets, for the run time under TCG with KASAN (about 80 s a
+# round): khugepaged runs the khugepaged context with PMD-order anonymous
+# memory (the MADV_COLLAPSE context with order-2 mTHPs, -s 2, on request,
+# see TESTS), instead of both contexts twice (run_vmtests.sh; 90 s each;
+# cow_pmd still collapses with MADV_COLLAPSE); cow_pmd is cow with
+# the PMD THP size only (the mTHP sizes never use GCMA); split_huge_page_thp
+# is split_huge_page_test without its page-cache cases (4M one-byte writes
+# each, about 45 s, and skipped on a file system without large folios);
+# transhuge-stress runs 5 s on 64 MiB instead of 20 s on all memory.
+
+T=/sys/kernel/mm/gcma/thp
+ST=/selftests/mm
+OUT=/tmp/selftests
+# tag:command line of /selftests/mm, one test per line.
+TESTS='khugepaged:khugepaged khugepaged:anon
+cow:cow_pmd
+split_huge_page:split_huge_page_thp
+transhuge_stress:transhuge-stress -d 5 64'
+# On request (--append gcma_thp_selftests.mthp=1): khugepaged's
+# MADV_COLLAPSE context with order-2 mTHPs, about 25 s more a round.
+if [ "$(cmdline_arg gcma_thp_selftests.mthp 0)" = 1 ]; then
+	TESTS="$TESTS
+khugepaged_mthp:khugepaged -s 2 madvise:anon"
+fi
+
+# summarize OUTFILE RC: one line "pass=P fail=F skip=S" for a test's
+# output.  kselftest programs print "# Totals: pass:P fail:F ... skip:S
+# error:E"; khugepaged prints "Run test: ..." and ends each step with
+# OK, Fail..., Skip or Timeout (in colour), and a test fails with any
+# failed step.  No totals at all (a crash, a bail-out) counts as one
+# failure.
+summarize() {
+	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' | awk -v rc="$2" '
+	/^# Totals: / {
+		for (i = 3; i <= NF; i++) { split($i, kv, ":"); t[kv[1]] = kv[2] }
+		printf "pass=%d fail=%d skip=%d\n", t["pass"] + t["xfail"], t["fail"] + t["error"] + t["xpass"], t["skip"]
+		found = 1
+		exit
+	}
+	/^Run test: / { n++; st[n] = "pass"; next }
+	n && / (Fail(: .*)?|Timeout)$/ { st[n] = "fail"; next }
+	n && / Skip$/ && st[n] != "fail" { st[n] = "skip" }
+	END {
+		if (found) exit
+		if (!n) { print "pass=0 fail=1 skip=0"; exit }
+		for (i = 1; i <= n; i++) c[st[i]]++
+		# A test that died mid-way (exit status, no "Restore" line)
+		# has left its last step unreported.
+		if (rc != 0 && !c["fail"]) c["fail"] = 1
+		printf "pass=%d fail=%d skip=%d\n", c["pass"], c["fail"], c["skip"]
+	}'
+}
+
+# skips OUTFILE: why tests skipped, "count reason" per line.
+skips() {
+	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' |
+		sed -n 's/^ok [0-9]* # SKIP //p; s/^\(.*\) Skip$/\1/p' | sort | uniq -c
+}
+
+# run_test ROUND TAG CMD...: run one selftest in /tmp, keep its output in
+# $OUT/ROUND/TAG.out and its summary in $OUT/ROUND/TAG.sum.  Fails on a
+# non-zero exit status or a failed test case.
+run_test() {
+	local round tag t0 rc sum
+	round=$1 tag=$2
+	shift 2
+	mkdir -p "$OUT/$round"
+	t0=$(date +%s)
+	(cd /tmp && "$@") >"$OUT/$round/$tag.out" 2>&1
+	rc=$?
+	sum="$(summarize "$OUT/$round/$tag.out" "$rc") rc=$rc"
+	echo "$sum" >"$OUT/$round/$tag.sum"
+	echo "$sum ($(($(date +%s) - t0)) s): $*"
+	case "$sum" in
+	*" fail=0 "*"rc=0") return 0 ;;
+	esac
+	# The failed cases, then the end of the output (progress lines
+	# ending in a carriage return split, colours removed).
+	tr -d '\033' <"$OUT/$round/$tag.out" | tr '\r' '\n' | sed 's/\[[0-9;]*m//g' >"$OUT/$round/$tag.txt"
+	grep -E '^not ok|Fail|Timeout|Bail out' "$OUT/$round/$tag.txt" | tail -n 10
+	echo "-- end of output:"
+	grep -v '^Construct PTE page table full' "$OUT/$round/$tag.txt" | tail -n 12 | cut -c1-160
+	echo "$tag failed in round $round: $sum"
+	return 1
+}
+
+# run_round ROUND: every test once (a here-document, not a pipe: the
+# loop must run in this shell for check's counters).
+run_round() {
+	local round line tag
+	round=$1
+	log "round $round at $(uptime_s) s: mode $(cat $T/mode), $(free_huge_blocks) free blocks of 2 MiB"
+	while IFS= read -r line; do
+		tag=${line%%:*}
+		# shellcheck disable=SC2086 # the command line is split on purpose
+		check "${round}_$tag" run_test "$round" "$tag" $ST/${line#*:}
+		skips "$OUT/$round/$tag.out" | sed "s/^ */# $round $tag skip: /"
+	done <<EOF
+$TESTS
+EOF
+}
+
+# fragpin_ready: wait for fragpin (pid $frag) to hold its pages.
+fragpin_ready() {
+	local t
+	t=0
+	while [ ! -e /tmp/fragpin.ready ]; do
+		if ! kill -0 "$frag" 2>/dev/null; then
+			cat /tmp/fragpin.out
+			echo "fragpin exited before memory was fragmented"
+			return 1
+		fi
+		if [ "$t" -ge 240 ]; then
+			echo "fragpin not done after 240 s"
+			return 1
+		fi
+		sleep 1
+		t=$((t + 1))
+	done
+	cat /tmp/fragpin.out
+}
+
+uptime_s() {
+	cut -d. -f1 /proc/uptime
+}
+
+# free_huge_blocks: free blocks of 2 MiB (order >= 9) a THP could take:
+# outside ZONE_DMA, not in the high-order atomic reserve (as fragpin).
+free_huge_blocks() {
+	awk '$1 == "Node" && $5 == "type" && $4 != "DMA," &&
+		($6 == "Unmovable" || $6 == "Movable" || $6 == "Reclaimable") {
+		m = 1; for (o = 9; o + 7 <= NF; o++) { n += $(o + 7) * m; m *= 2 } }
+		END { print n + 0 }' /proc/pagetypeinfo
+}
+
+# fragmented: no free 2 MiB block is left, or none within 10 s.
+fragmented() {
+	wait_for 10 test "$(free_huge_blocks)" -eq 0 >/dev/null
+	expect_eq "$(free_huge_blocks)" 0
+}
+
+# same_results TAG: both rounds counted the same passes, failures, skips.
+same_results() {
+	local a b
+	a=$(cat "$OUT/never/$1.sum" 2>/dev/null)
+	b=$(cat "$OUT/fallback/$1.sum" 2>/dev/null)
+	if [ -z "$a" ] || [ "$a" != "$b" ]; then
+		echo "never: ${a:-no result}"
+		echo "fallback: ${b:-no result}"
+		echo "$1: the rounds differ"
+		return 1
+	fi
+	echo "$a in both rounds"
+}
+
+stat_line() {
+	tr '\n' ' ' <$T/stat
+}
+
+# vmstat_line: the THP and compaction counters of /proc/vmstat.
+vmstat_line() {
+	grep -E '^(thp_fault_alloc|thp_fault_fallback|thp_collapse_alloc|thp_collapse_alloc_failed|compact_stall|compact_success) ' /proc/vmstat | tr '\n' ' '
+}
+
+if [ ! -x $ST/khugepaged ]; then
+	scenario_fail "no $ST/khugepaged in the initramfs: run.py builds the selftests from the kernel tree (build/linux or --ksrc; make prepare)"
+elif [ ! -d $T ]; then
+	dmesg | grep 'gcma:' | while IFS= read -r line; do log "$line"; done
+	scenario_fail "no $T: no THP area was reserved (see the gcma: lines), or a kernel without CONFIG_GCMA_THP"
+else
+	area=
+	for f in /sys/kernel/mm/gcma/*/thp; do
+		[ "$(cat "$f" 2>/dev/null)" = 1 ] && area=${f%/thp}
+	done
+	check thp_area expect_exists "${area:-/sys/kernel/mm/gcma/<THP area>}"
+	check mode_never expect_file_contains $T/mode '\[never\]'
+
+	# cow's hugetlb cases need two free huge pages; they need whole
+	# 2 MiB blocks, so they are reserved before fragmenting.
+	echo 2 >/proc/sys/vm/nr_hugepages
+	check hugetlb_pages expect_eq "$(cat /proc/sys/vm/nr_hugepages 2>/dev/null)" 2
+	# khugepaged's and cow's swap cases page out with MADV_PAGEOUT.
+	mkswap /dev/vda >/dev/null
+	check swapon swapon /dev/vda
+
+	run_round never
+
+	# Pinned pages stay put: compaction must not move them.
+	echo 0 >/proc/sys/vm/compact_unevictable_allowed
+	fragpin -r /tmp/fragpin.ready >/tmp/fragpin.out 2>&1 &
+	frag=$!
+	log "fragpin started at $(uptime_s) s"
+	check fragpin fragpin_ready
+	log "fragpin ready at $(uptime_s) s"
+	# A block that becomes whole later (pages on per-CPU lists, freed
+	# kernel memory) is taken by fragpin within a second.
+	check fragmented fragmented
+
+	echo fallback >$T/mode
+	check mode_fallback expect_file_contains $T/mode '\[fallback\]'
+	fault0=$(read_counter $T/stat gcma_thp_fault_alloc)
+	collapse0=$(read_counter $T/stat gcma_thp_collapse_alloc)
+	log "before: $(stat_line); $(vmstat_line)"
+
+	run_round fallback
+
+	log "after: $(stat_line); $(vmstat_line); ${area##*/} primary_used_pages $(cat "$area/primary_used_pages" 2>/dev/null)"
+	log "fragpin since: $(grep -c 'freed since' /tmp/fragpin.out) sweeps took $(sed -n 's/.*took \([0-9]*\) blocks freed since/\1/p' /tmp/fragpin.out | awk '{ n += $1 } END { print n + 0 }') blocks; free 2 MiB blocks now $(free_huge_blocks)"
+	check gcma_fault_alloc expect_gt "$(read_counter $T/stat gcma_thp_fault_alloc)" "$fault0"
+	check gcma_collapse_alloc expect_gt "$(read_counter $T/stat gcma_thp_collapse_alloc)" "$collapse0"
+	while IFS= read -r line; do
+		check "same_${line%%:*}" same_results "${line%%:*}"
+	done <<EOF
+$TESTS
+EOF
+
+	kill "$frag"
+	wait "$frag" 2>/dev/null
+	swapoff /dev/vda
+	log "done at $(uptime_s) s"
+fi
+check no_splat no_splat
