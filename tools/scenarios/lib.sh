@@ -356,3 +356,24 @@ kv() {
 	shift
 	printf '%s\n' "$*" | tr ' ' '\n' | sed -n "s/^$key=//p" | head -n 1
 }
+
+# thp_wait_pause FILE NAME PID [SECONDS]: wait until a "thp_fault ... -w
+# FILE -o ...,pause:NAME" is paused at NAME (prints its pid: a fork child
+# pauses under its own); fails if PID exits first or after SECONDS (120).
+thp_wait_pause() {
+	local t
+	t=${4:-120}
+	while ! grep -q "^$2 " "$1" 2>/dev/null; do
+		if ! kill -0 "$3" 2>/dev/null; then
+			echo "thp_fault exited before pausing at $2"
+			return 1
+		fi
+		if [ "$t" -le 0 ]; then
+			echo "thp_fault did not pause at $2"
+			return 1
+		fi
+		sleep 1
+		t=$((t - 1))
+	done
+	awk '{ print $2 }' "$1"
+}

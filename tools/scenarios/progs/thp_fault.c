@@ -25,6 +25,9 @@
  *   unmapall          munmap the whole mapping
  *   split             split our huge pages through debugfs split_huge_pages
  *   collapse          madvise(MADV_COLLAPSE) the mapping
+ *   hugepage, nohugepage  madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) the
+ *                     mapping (MADV_HUGEPAGE also registers it with
+ *                     khugepaged)
  *   migrate[:NODE]    mbind(MPOL_BIND, MPOL_MF_MOVE) to NODE (default: the
  *                     node after the one of the first page), then check with
  *                     move_pages() that every page is there
@@ -32,8 +35,9 @@
  *                     write), verifies it, optionally pauses (state name
  *                     "child"), and exits; the parent verifies that its own
  *                     data did not change
- *   wait-huge:SEC     poll up to SEC seconds until AnonHugePages of the
- *                     mapping is > 0 (khugepaged)
+ *   wait-huge:SEC[:P] poll up to SEC seconds until AnonHugePages of the
+ *                     mapping is > 0 and at least P thousandths of the
+ *                     mapping (khugepaged)
  *   sleep:SEC
  * -q      only the machine-readable lines
  *
@@ -102,7 +106,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: thp_fault -m MIB [-H|-N] [-s SEED] [-a LO-HI] [-w STATEFILE] "
 		"[-o OP[,OP...]] [-q]\n"
 		"ops: verify write rand:N pause[:NAME] munmap:OFF:LEN dontneed:OFF:LEN unmapall\n"
-		"     split collapse migrate[:NODE] fork[:pause] wait-huge:SEC sleep:SEC\n");
+		"     split collapse hugepage nohugepage migrate[:NODE] fork[:pause] wait-huge:SEC[:P] sleep:SEC\n");
 }
 
 static uint64_t now_ns(void)
@@ -398,9 +402,20 @@ static int do_migrate(const char *arg)
 		for (n = 0; n < MAX_NODES && first < 0; n++)
 			if (m.node_pages[n])
 				first = n;
-		node = first + 1;
-		if (access("/sys/devices/system/node/node1", F_OK) == 0 && first == 1)
-			node = 0;
+		/* the next online node after it, wrapping around */
+		node = MAX_NODES;
+		for (n = 1; n < MAX_NODES && node == MAX_NODES; n++) {
+			char path[64];
+
+			snprintf(path, sizeof(path), "/sys/devices/system/node/node%d",
+				 (first + n) % MAX_NODES);
+			if (!access(path, F_OK))
+				node = (first + n) % MAX_NODES;
+		}
+		if (node == MAX_NODES || (int)node == first) {
+			fprintf(stderr, "thp_fault: migrate: no other node\n");
+			return -1;
+		}
 	}
 	mask[node / (8 * sizeof(long))] |= 1UL << (node % (8 * sizeof(long)));
 	rc = syscall(SYS_mbind, base, len, MPOL_BIND_, mask, MAX_NODES + 1,
@@ -486,19 +501,28 @@ static int do_rand(const char *arg)
 
 static int wait_huge(const char *arg)
 {
-	unsigned long sec, i;
+	unsigned long sec, permille = 0, i;
+	char buf[64], *colon;
 	struct mem m;
 
-	if (parse_ul(arg, &sec))
+	snprintf(buf, sizeof(buf), "%s", arg ? arg : "");
+	colon = strchr(buf, ':');
+	if (colon) {
+		*colon = 0;
+		if (parse_ul(colon + 1, &permille) || permille > 1000)
+			return -2;
+	}
+	if (parse_ul(buf, &sec))
 		return -2;
 	for (i = 0; i <= sec * 10; i++) {
 		if (measure(&m))
 			return -1;
-		if (m.anon_huge_kb)
+		if (m.anon_huge_kb && m.anon_huge_kb * 1000 >= permille * (len / KIB))
 			return 0;
 		usleep(100000);
 	}
-	fprintf(stderr, "thp_fault: no huge page in the mapping after %lu s\n", sec);
+	fprintf(stderr, "thp_fault: %lu KiB of %zu KiB in huge pages after %lu s\n",
+		m.anon_huge_kb, len / KIB, sec);
 	return -1;
 }
 
@@ -538,7 +562,11 @@ static int run_op(char *op)
 		memset(state, GONE, npages);
 	} else if (!strcmp(op, "split"))
 		rc = arg ? -2 : do_split();
-	else if (!strcmp(op, "collapse")) {
+	else if (!strcmp(op, "hugepage") || !strcmp(op, "nohugepage")) {
+		rc = madvise(base, len, op[0] == 'h' ? MADV_HUGEPAGE : MADV_NOHUGEPAGE);
+		if (rc)
+			perror("thp_fault: madvise");
+	} else if (!strcmp(op, "collapse")) {
 		rc = madvise(base, len, MADV_COLLAPSE);
 		if (rc)
 			fprintf(stderr, "thp_fault: MADV_COLLAPSE: %s\n", strerror(errno));
