@@ -182,6 +182,7 @@ tc="fork"
 start $tc pause:mapped,fork:pause,pause:after
 at mapped
 fault_check
+resume $pid
 check fork_child_paused thp_wait_pause $ST child $pid
 child=$(awk '{ print $2 }' $ST)
 check fork_shared_area used_is $((512 * H))
