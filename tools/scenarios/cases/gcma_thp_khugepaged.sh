@@ -31,6 +31,7 @@ cat /tmp/frag.out
 check u9_fragmented expect_ge "$(unusable_index)" 900
 
 # Fault with THP off for the mapping (MADV_NOHUGEPAGE): 4 KiB pages only.
+rm -f $ST
 thp_fault -N -a "$range" -m $MIB -w $ST -o pause:faulted,hugepage,pause:advised,wait-huge:150:950,verify,pause:collapsed >/tmp/k.log 2>&1 &
 pid=$!
 check faulted thp_wait_pause $ST faulted $pid
@@ -54,9 +55,9 @@ check never_no_collapse_alloc expect_eq "$(tstat collapse_alloc)" "$c0"
 check never_area_unused expect_eq "$(used)" 0
 log "mode never: full_scans $(read_counter $K/full_scans), pages_collapsed $(read_counter $K/pages_collapsed), thp_collapse_alloc_failed $(read_counter /proc/vmstat thp_collapse_alloc_failed)"
 
-# Mode fallback: the collapses take huge pages from the area.
+# Mode fallback: the collapses take huge pages from the area (c0 is still
+# the count from before mode never).
 echo fallback >$T/mode
-c0=$(tstat collapse_alloc)
 kill -USR1 $pid
 check collapsed thp_wait_pause $ST collapsed $pid 160
 grep -E '^THP-(FAULT|OP) ' /tmp/k.log | sed 's/^/# /'
@@ -75,6 +76,7 @@ check collapse_freed wait_for 5 test "$(used)" -eq 0
 echo 10000 >$K/scan_sleep_millisecs
 echo never >$THP/enabled
 c0=$(tstat collapse_alloc)
+rm -f $ST
 thp_fault -a "$range" -m 16 -w $ST -o collapse,verify,pause:collapsed >/tmp/m.log 2>&1 &
 pid=$!
 check madv_collapse_paused thp_wait_pause $ST collapsed $pid
