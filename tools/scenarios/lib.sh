@@ -362,7 +362,7 @@ kv() {
 # pauses under its own); fails if PID exits first or after SECONDS (120).
 thp_wait_pause() {
 	local t
-	t=${4:-120}
+	t=$((${4:-120} * 10))
 	while ! grep -q "^$2 " "$1" 2>/dev/null; do
 		if ! kill -0 "$3" 2>/dev/null; then
 			echo "thp_fault exited before pausing at $2"
@@ -372,7 +372,7 @@ thp_wait_pause() {
 			echo "thp_fault did not pause at $2"
 			return 1
 		fi
-		sleep 1
+		sleep 0.1
 		t=$((t - 1))
 	done
 	awk '{ print $2 }' "$1"

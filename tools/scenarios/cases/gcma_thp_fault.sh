@@ -111,6 +111,7 @@ cat /tmp/b1.log
 grep '^THP-FAULT ' /tmp/b1.log >/tmp/b1
 huge=$(f huge_in_area /tmp/b1)
 log "fallback: $(cat /tmp/b1)"
+check fallback_huge expect_ge "$huge" $((MIB * 95 / 200))
 check fallback_coverage expect_ge "$(f coverage_permille /tmp/b1)" 950
 check fallback_all_in_area expect_eq "$huge" "$(f huge_regions /tmp/b1)"
 check fallback_alloc_count expect_eq "$(tstat fault_alloc)" $((a0 + huge))

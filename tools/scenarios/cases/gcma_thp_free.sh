@@ -24,6 +24,7 @@ f() {
 }
 # start NAME OPS: thp_fault in the background, output in /tmp/NAME.log.
 start() {
+	log "$1: start at $(cut -d ' ' -f 1 /proc/uptime) s"
 	rm -f $ST
 	thp_fault -a "$range" -m $MIB -w $ST -o "$2" >"/tmp/$1.log" 2>&1 &
 	pid=$!
@@ -78,6 +79,7 @@ mkdir -p $CG && mount -t cgroup2 none $CG
 echo +memory >$CG/cgroup.subtree_control
 mkdir -p $CG/thp
 
+log "fragment: start at $(cut -d ' ' -f 1 /proc/uptime) s"
 fragment -r 32 -p /tmp/frag.pid >/tmp/frag.out 2>&1 &
 check fragmented wait_for 240 test -s /tmp/frag.pid
 cat /tmp/frag.out
@@ -195,6 +197,7 @@ finish_case
 i=1
 while [ $i -le 10 ]; do
 	tc="cycle$i"
+	[ $i -eq 1 ] && log "cycles: start at $(cut -d ' ' -f 1 /proc/uptime) s"
 	a0=$(read_counter $T/stat gcma_thp_fault_alloc)
 	check "cycle${i}_run" thp_fault -q -a "$range" -m 16 -o split,verify
 	allocs=$(($(read_counter $T/stat gcma_thp_fault_alloc) - a0))
@@ -205,6 +208,7 @@ while [ $i -le 10 ]; do
 	i=$((i + 1))
 done
 
+log "cycles: end at $(cut -d ' ' -f 1 /proc/uptime) s"
 kill "$(cat /tmp/frag.pid)"
 swapoff /dev/vda
 check final_area_empty expect_eq "$(used)" 0
