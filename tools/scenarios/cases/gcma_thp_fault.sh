@@ -84,7 +84,7 @@ if [ -r $F ]; then
 	cat $F
 	# Zones with free memory: the debugfs index agrees (in thousandths).
 	# shellcheck disable=SC2016 # an awk program
-	check debugfs_u9 awk '$3 != "free_pages=0" { for (i = 1; i <= NF; i++) if ($i ~ /^unusable_9=/) { v = substr($i, 12); if (v < 900) bad = 1; print } } END { exit bad }' $F
+	check debugfs_u9 awk '$3 != "free_pages=0" { for (i = 1; i <= NF; i++) if ($i ~ /^unusable_9=/) { v = substr($i, 12) + 0; if (v < 900) bad = 1; print } } END { exit bad }' $F
 else
 	log "$F not present"
 fi
