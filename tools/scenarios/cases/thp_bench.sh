@@ -30,7 +30,16 @@ echo always >$THP/enabled
 # No khugepaged collapse during the runs: the fault path alone.
 echo 3600000 >$THP/khugepaged/scan_sleep_millisecs
 echo 8 >$THP/khugepaged/pages_to_scan
-log "gcma0: $(read_counter $G/total_pages) pages; MemFree $(read_counter /proc/meminfo MemFree) kB"
+# The workload runs on a CPU of a node without the area: a THP fault asks
+# its local node only, and the area takes most of its own node.
+area_node=$(dmesg | sed -n 's/.*gcma: gcma0: .* node \([0-9]*\).*/\1/p' | tail -n 1)
+cpu=0
+for n in /sys/devices/system/node/node[0-9]*; do
+	[ "${n##*node}" = "$area_node" ] && continue
+	cpu=$(cut -d, -f1 "$n/cpulist" | cut -d- -f1)
+	break
+done
+log "gcma0: $(read_counter $G/total_pages) pages on node $area_node; workload on CPU $cpu; MemFree $(read_counter /proc/meminfo MemFree) kB"
 
 randops=
 i=0
@@ -38,6 +47,11 @@ while [ $i -lt "$passes" ]; do
 	randops="$randops,rand:$ops"
 	i=$((i + 1))
 done
+
+# bench_run OUT: the workload, its output in OUT.
+bench_run() {
+	thp_fault -q -c "$cpu" -a "$range" -m "$mib" -o "verify$randops" >"$1" 2>&1
+}
 
 # run FRAG: the three modes, one run each.
 run() {
@@ -56,7 +70,7 @@ run() {
 		ga0=$(tstat fault_alloc)
 		gf0=$(tstat fault_fail)
 		out=/tmp/bench-$name.log
-		check "${name}_every_byte" thp_fault -q -a "$range" -m "$mib" -o "verify$randops" >"$out" 2>&1
+		check "${name}_every_byte" bench_run "$out"
 		cat "$out"
 		# The median of the random-access passes.
 		rand=$(sed -n 's/^THP-RAND .* ns=\([0-9]*\) .*/\1/p' "$out" | sort -n |

@@ -3,7 +3,7 @@
  * thp_fault - fault anonymous memory in 2 MiB regions, time it, see how much
  * of it is backed by transparent huge pages, then run operations on it.
  *
- *   thp_fault -m MIB [-H | -N] [-s SEED] [-a LO-HI] [-w STATEFILE]
+ *   thp_fault -m MIB [-H | -N] [-s SEED] [-a LO-HI] [-w STATEFILE] [-c CPU]
  *             [-o OP[,OP...]] [-q]
  *
  * -m N    map N MiB (a multiple of 2) of anonymous memory, 2 MiB aligned
@@ -13,6 +13,7 @@
  *         e.g. a GCMA area: report how many of our pages and huge pages
  *         are in it
  * -w F    state file for "pause" (see below)
+ * -c CPU  run on CPU only (sched_setaffinity), e.g. on a node of choice
  * -o OPS  operations after the fault pass, comma-separated, in order:
  *   verify            check every word of every page still mapped
  *   write             write the pattern of the next generation everywhere
@@ -64,6 +65,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -103,7 +105,7 @@ static sigset_t usr1;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: thp_fault -m MIB [-H|-N] [-s SEED] [-a LO-HI] [-w STATEFILE] "
+	fprintf(f, "usage: thp_fault -m MIB [-H|-N] [-s SEED] [-a LO-HI] [-w STATEFILE] [-c CPU] "
 		"[-o OP[,OP...]] [-q]\n"
 		"ops: verify write rand:N pause[:NAME] munmap:OFF:LEN dontneed:OFF:LEN unmapall\n"
 		"     split collapse hugepage nohugepage migrate[:NODE] fork[:pause] wait-huge:SEC[:P] sleep:SEC\n");
@@ -600,7 +602,7 @@ int main(int argc, char **argv)
 	struct mem m;
 	char *raw;
 
-	while ((opt = getopt(argc, argv, "m:HNs:a:w:o:qh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:HNs:a:w:c:o:qh")) != -1) {
 		switch (opt) {
 		case 'm':
 			if (parse_ul(optarg, &mib) || !mib || mib % 2 || mib > (1UL << 20))
@@ -637,6 +639,20 @@ int main(int argc, char **argv)
 		case 'w':
 			state_file = optarg;
 			break;
+		case 'c': {
+			unsigned long cpu;
+			cpu_set_t set;
+
+			if (parse_ul(optarg, &cpu) || cpu >= CPU_SETSIZE)
+				goto bad;
+			CPU_ZERO(&set);
+			CPU_SET(cpu, &set);
+			if (sched_setaffinity(0, sizeof(set), &set)) {
+				perror("thp_fault: sched_setaffinity");
+				return 1;
+			}
+			break;
+		}
 		case 'o':
 			ops = optarg;
 			break;
