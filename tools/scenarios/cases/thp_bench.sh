@@ -1,8 +1,8 @@
 # shellcheck shell=dash
-# description: Guaranteed THP benchmark (thesis table 2.4): 1 GiB of anonymous memory faulted and randomly accessed with the THP-only area gcma0 in mode never (Thp.bd), fallback (Thp.bc) and always (Thp.cma), without and with fragmentation; THP-BENCH lines for 'make demo'
+# description: Guaranteed THP benchmark (thesis table 2.4), 4 GiB guest: 1 GiB of anonymous memory faulted and randomly accessed with the THP-only area gcma0 in mode never (Thp.bd), fallback (Thp.bc) and always (Thp.cma), without and with fragmentation; THP-BENCH lines for 'make demo'
 # group: bench
 # append: gcma=1100M:thp
-# mem: 3G
+# mem: 4G
 # smp: 2
 # timeout: 1800
 # thp_bench.mib=N (workload size, default 1024), thp_bench.ops=N (random
