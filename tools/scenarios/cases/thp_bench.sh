@@ -91,7 +91,7 @@ run() {
 # area (mode always) and most free memory once.
 echo always >$T/mode
 warm=$((($(read_counter /proc/meminfo MemAvailable) / 1024 - 256) / 2 * 2))
-check warm_up thp_fault -q -m "$warm"
+check warm_up thp_fault -q -c "$cpu" -m "$warm"
 log "warm-up: $warm MiB touched"
 check warm_up_freed wait_for 5 test "$(read_counter $G/primary_used_pages)" -eq 0
 
