@@ -321,3 +321,59 @@ disks() {
 		echo "/dev/${d##*/}"
 	done
 }
+
+# --- Guaranteed THP (gcma_thp_* scenarios) ---
+
+# unusable_index [ORDER]: the unusable free space index at ORDER (default 9)
+# over every zone of /proc/buddyinfo, in thousandths: the share of free
+# memory that is not in free blocks of ORDER or more.
+unusable_index() {
+	awk -v o="${1:-9}" '$3 == "zone" {
+		m = 1
+		for (i = 5; i <= NF; i++) {
+			f += $i * m
+			if (i - 5 >= o) b += $i * m
+			m *= 2
+		}
+	} END { if (f == 0) print 1000; else printf "%d\n", (f - b) * 1000 / f }' /proc/buddyinfo
+}
+
+# gcma_area_range NAME: "FIRST-END" page frame numbers (decimal, END
+# excluded) of a GCMA area, from its boot message.
+gcma_area_range() {
+	local line pages base
+	line=$(dmesg | grep -E "gcma: $1: [0-9]+ pages from pfn 0x[0-9a-f]+" | tail -n 1)
+	pages=$(printf '%s\n' "$line" | sed -E 's/.*: ([0-9]+) pages from pfn.*/\1/')
+	base=$(printf '%s\n' "$line" | sed -E 's/.*pages from pfn (0x[0-9a-f]+).*/\1/')
+	is_int "$pages" || return 1
+	echo "$((base))-$((base + pages))"
+}
+
+# kv KEY LINE...: the value of KEY=VALUE in a line of key=value words.
+kv() {
+	local key
+	key=$1
+	shift
+	printf '%s\n' "$*" | tr ' ' '\n' | sed -n "s/^$key=//p" | head -n 1
+}
+
+# thp_wait_pause FILE NAME PID [SECONDS]: wait until a "thp_fault ... -w
+# FILE -o ...,pause:NAME" is paused at NAME (prints its pid: a fork child
+# pauses under its own); fails if PID exits first or after SECONDS (120).
+thp_wait_pause() {
+	local t
+	t=$((${4:-120} * 10))
+	while ! grep -q "^$2 " "$1" 2>/dev/null; do
+		if ! kill -0 "$3" 2>/dev/null; then
+			echo "thp_fault exited before pausing at $2"
+			return 1
+		fi
+		if [ "$t" -le 0 ]; then
+			echo "thp_fault did not pause at $2"
+			return 1
+		fi
+		sleep 0.1
+		t=$((t - 1))
+	done
+	awk '{ print $2 }' "$1"
+}
