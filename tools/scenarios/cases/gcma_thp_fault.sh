@@ -37,9 +37,14 @@ for v in bogus "" fallbac always2; do
 	check "mode_refuses_$(echo "$v" | tr -c 'a-z0-9\n' _)" not sh -c "echo '$v' > $T/mode"
 done
 check mode_unchanged expect_file_contains $T/mode '\[fallback\]'
-for k in fault_alloc fault_fail collapse_alloc collapse_fail; do
-	check "stat_$k" expect_ge "$(tstat $k)" 0
-done
+# The counters: four "name value" lines, in this order.
+stat_format() {
+	cat $T/stat
+	awk 'BEGIN { split("fault_alloc fault_fail collapse_alloc collapse_fail", k) }
+	     $1 != "gcma_thp_" k[NR] || $2 !~ /^[0-9]+$/ || NF != 2 { bad = 1 }
+	     END { exit bad || NR != 4 }' $T/stat
+}
+check stat_format stat_format
 range=$(gcma_area_range gcma0)
 check area_range test -n "$range"
 total=$(read_counter $G/total_pages)

@@ -1,6 +1,6 @@
 # shellcheck shell=dash
 # description: the KUnit suites, run at boot with kmemleak on, pass and leak nothing
-# append: kunit.enable=1 kmemleak=on gcma=16M gcma=8M:thp gcma.dma_cma=1
+# append: kunit.enable=1 kmemleak=on gcma=16M gcma=1028K gcma=8M:thp gcma.dma_cma=1
 # mem: 2G
 # timeout: 900
 
