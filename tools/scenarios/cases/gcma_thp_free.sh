@@ -46,6 +46,17 @@ used_is() {
 	echo "primary_used_pages $(used), expected $1"
 	return 1
 }
+# used_at_most N: the area's page count drops to N or below (after up to
+# 5 s).  Used where kswapd may also swap mapped pages out meanwhile (the
+# fragmenter leaves little free memory), which frees more.
+used_at_most() {
+	if wait_for 5 test "$(used)" -le "$1"; then
+		echo "primary_used_pages $(used) <= $1"
+		return 0
+	fi
+	echo "primary_used_pages $(used), expected at most $1"
+	return 1
+}
 # finish_case: the process exits (every byte it checked was right), the
 # area is empty again, no huge page is left over.
 finish_case() {
@@ -112,7 +123,7 @@ check partial_queued expect_ge "$(vm thp_deferred_split_page)" $((dsp0 + H))
 check partial_not_yet_freed used_is $((512 * H))
 echo 2 >/proc/sys/vm/drop_caches
 check partial_split expect_ge "$(vm thp_split_page)" $((sp0 + H))
-check partial_halves_freed used_is $((256 * H))
+check partial_halves_freed used_at_most $((256 * H))
 resume $pid
 at split
 finish_case
@@ -126,7 +137,7 @@ fault_check
 resume $pid
 at zapped
 echo 2 >/proc/sys/vm/drop_caches
-check dontneed_halves_freed used_is $((256 * H))
+check dontneed_halves_freed used_at_most $((256 * H))
 finish_case
 
 # 4. Explicit split through debugfs split_huge_pages: the small pages stay
@@ -153,9 +164,10 @@ at mapped
 fault_check
 out0=$(vm pswpout)
 i=0
-while [ $i -lt 5 ] && [ "$(used)" -gt 0 ]; do
+while [ $i -lt 20 ] && [ "$(used)" -gt 0 ]; do
 	echo $((MIB * 2))M >$CG/thp/memory.reclaim 2>/dev/null
 	i=$((i + 1))
+	[ "$(used)" -gt 0 ] && sleep 0.5
 done
 check reclaim_swapped expect_gt "$(vm pswpout)" "$out0"
 check reclaim_freed used_is 0

@@ -1,9 +1,12 @@
 # shellcheck shell=dash
 # description: the KUnit suites, run at boot with kmemleak on, pass and leak nothing
-# append: kunit.enable=1 kmemleak=on gcma=16M gcma=1028K gcma=8M:thp gcma.dma_cma=1
+# append: kunit.enable=1 kmemleak=on gcma=16M gcma=8M:thp gcma.dma_cma=1
 # mem: 2G
 # timeout: 900
 
+# The odd-based second area of the KUnit tier (gcma=1028K) is left out:
+# its placement depends on the memory layout, which differs here; the
+# gcma_cma case that needs it skips (area 1 is the THP area).
 # The KUnit tier cannot look for leaks: its kernel halts right after the
 # last suite, before kmemleak's first automatic scan (60 s after boot), and
 # there is no user space to ask for one.  Here the same suites run at boot
