@@ -306,11 +306,34 @@ static void gcma_cma_dma_coherent(struct kunit *test)
  * in the range the test allocated last (as compaction or page_idle do with
  * folio_try_get() on the pfns they scan), holds it a moment, and drops it,
  * until told to stop.
+ *
+ * Left to itself the walker races the test's releases, and how often it
+ * wins depends on the machine (a few rounds in a hundred under TCG, fewer
+ * with kmemleak on).  So that the deferred free path runs on every
+ * machine, the test can also ask it to hold: with @hold set, the walker
+ * publishes the pfn it holds in @held and keeps its reference until the
+ * test sets @released, so the release is known to come first.
  */
 struct gcma_cma_walker {
 	unsigned long lo, hi;	/* pfns to walk, published by the test */
+	bool hold;		/* keep the next reference until @released */
+	bool released;
+	unsigned long held;	/* pfn held for the test, 0 when none */
 	unsigned long gets;
 };
+
+static void gcma_cma_walker_wait_release(struct gcma_cma_walker *w,
+					 unsigned long pfn)
+{
+	unsigned long timeout = jiffies + HZ;
+
+	smp_store_release(&w->held, pfn);
+	while (!smp_load_acquire(&w->released) && !kthread_should_stop() &&
+	       time_before(jiffies, timeout))
+		usleep_range(10, 20);
+	WRITE_ONCE(w->hold, false);
+	WRITE_ONCE(w->held, 0);
+}
 
 static int gcma_cma_walk(void *arg)
 {
@@ -326,7 +349,10 @@ static int gcma_cma_walk(void *arg)
 			if (!get_page_unless_zero(p))
 				continue;
 			w->gets++;
-			udelay(2);
+			if (READ_ONCE(w->hold))
+				gcma_cma_walker_wait_release(w, pfn);
+			else
+				udelay(2);
 			put_page(p);
 		}
 		cond_resched();
@@ -335,9 +361,44 @@ static int gcma_cma_walk(void *arg)
 }
 
 /*
+ * Asks the walker to hold a reference on a page of [@pfn, @pfn + @n) and
+ * waits until it does.  Returns false if it did not within a second.
+ */
+static bool gcma_cma_walker_hold(struct gcma_cma_walker *w, unsigned long pfn,
+				 unsigned long n)
+{
+	unsigned long timeout = jiffies + HZ;
+
+	WRITE_ONCE(w->released, false);
+	WRITE_ONCE(w->hold, true);
+	WRITE_ONCE(w->hi, 0);
+	WRITE_ONCE(w->lo, pfn);
+	WRITE_ONCE(w->hi, pfn + n);
+	while (time_before(jiffies, timeout)) {
+		unsigned long held = smp_load_acquire(&w->held);
+
+		if (held >= pfn && held < pfn + n)
+			return true;
+		usleep_range(10, 20);
+	}
+	WRITE_ONCE(w->hold, false);
+	return false;
+}
+
+/* Lets a held reference go and waits until the walker has dropped it. */
+static void gcma_cma_walker_let_go(struct gcma_cma_walker *w)
+{
+	smp_store_release(&w->released, true);
+	while (READ_ONCE(w->held))
+		usleep_range(10, 20);
+}
+
+/*
  * Frees through cma_release() and the DMA API race the walker's transient
  * references: every release succeeds, no page of the area ever reaches the
  * buddy allocator, and once the walker stops the area is whole again.
+ * Every eighth cma_release() is made while the walker holds a page of the
+ * range, so the page must wait for the walker's put.
  */
 static void gcma_cma_release_race(struct kunit *test)
 {
@@ -347,6 +408,7 @@ static void gcma_cma_release_race(struct kunit *test)
 	bool dma = IS_ENABLED(CONFIG_DMA_CMA) && dev_get_cma_area(NULL) == ctx->cma;
 	struct device *dev = NULL;
 	unsigned long round, refused = 0, escaped = 0, late = 0;
+	unsigned long held = 0, held_late = 0, hold_timeouts = 0;
 	struct task_struct *walker;
 	u64 used = gcma_cma_used(ctx);
 	struct page *page;
@@ -361,6 +423,7 @@ static void gcma_cma_release_race(struct kunit *test)
 
 	for (round = 0; round < 400; round++) {
 		unsigned long n = 1 + round % 37;
+		bool holding = false;
 
 		/* No assertion in the loop: the walker must be stopped. */
 		page = cma_alloc(ctx->cma, n, 0, false);
@@ -368,13 +431,23 @@ static void gcma_cma_release_race(struct kunit *test)
 			KUNIT_FAIL(test, "round %lu: cma_alloc(%lu) failed", round, n);
 			break;
 		}
-		WRITE_ONCE(w.hi, 0);
-		WRITE_ONCE(w.lo, page_to_pfn(page));
-		WRITE_ONCE(w.hi, page_to_pfn(page) + n);
-		udelay(5);	/* let the walker reach the range */
+		if (!(round % 8)) {
+			holding = gcma_cma_walker_hold(&w, page_to_pfn(page), n);
+			held += holding;
+			hold_timeouts += !holding;
+		} else {
+			WRITE_ONCE(w.hi, 0);
+			WRITE_ONCE(w.lo, page_to_pfn(page));
+			WRITE_ONCE(w.hi, page_to_pfn(page) + n);
+			udelay(5);	/* let the walker reach the range */
+		}
 		refused += !cma_release(ctx->cma, page, n);
 		/* A page the walker held is freed by its put, later. */
 		late += gcma_cma_pending(ctx) > 0;
+		if (holding) {
+			held_late += gcma_cma_pending(ctx) > 0;
+			gcma_cma_walker_let_go(&w);
+		}
 		if (dma) {
 			dma_addr_t handle;
 			void *buf = dma_alloc_coherent(dev, dma_size, &handle, GFP_KERNEL);
@@ -395,11 +468,14 @@ static void gcma_cma_release_race(struct kunit *test)
 		}
 	}
 	kthread_stop(walker);
-	kunit_info(test, "walker took %lu references; %lu releases left pages to its put, %lu refused",
-		   w.gets, late, refused);
+	kunit_info(test, "walker took %lu references; %lu releases left pages to its put (%lu of %lu made while it held one), %lu refused",
+		   w.gets, late, held_late, held, refused);
 	KUNIT_EXPECT_GT(test, w.gets, 0);
-	/* The deferred free path ran: the race was really exercised. */
-	KUNIT_EXPECT_GT(test, late, 0);
+	/* The walker held a page for every release that asked it to... */
+	KUNIT_EXPECT_EQ(test, hold_timeouts, 0);
+	/* ... and each of those releases left the page to the walker's put. */
+	KUNIT_EXPECT_GT(test, held, 0);
+	KUNIT_EXPECT_EQ(test, held_late, held);
 	KUNIT_EXPECT_EQ(test, refused, 0);
 	KUNIT_EXPECT_EQ(test, escaped + gcma_cma_escaped(ctx), 0);
 	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);

@@ -15,7 +15,18 @@
 # one only checks that they ran and passed, so a leak is not hidden by a
 # failure elsewhere.
 check suites_ran expect_dmesg '# [a-z0-9_]+: pass:[1-9][0-9]* fail:'
-check no_failed_case expect_no_dmesg '^(\[[ 0-9.]*\] )? *not ok '
+# A failed case prints what failed, so the report shows why, not only which.
+no_failed_case() {
+	if expect_no_dmesg '^(\[[ 0-9.]*\] )? *not ok ' >/dev/null; then
+		return 0
+	fi
+	dmesg | grep -E -A 4 '(EXPECTATION|ASSERTION) FAILED' |
+		head -n 40
+	dmesg | grep -E '^(\[[ 0-9.]*\] )? *not ok '
+	echo "a KUnit case failed"
+	return 1
+}
+check no_failed_case no_failed_case
 check kmemleak_on expect_exists /sys/kernel/debug/kmemleak
 
 # kmemleak reports objects that have been unreferenced for at least 5 s;
