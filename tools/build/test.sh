@@ -1,24 +1,23 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make test: every tier, in order of speed, each timed.  A failing tier
-# does not stop the later ones; the summary counts tests of all tiers and
-# ends with one line "N passed, N failed".  Exit status is non-zero on any
-# failure.
+# make test: every tier, each timed.  A failing tier does not stop the
+# later ones; the summary counts tests of all tiers and ends with one line
+# "N passed, N failed".  Exit status is non-zero on any failure.
 
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 . "$repo/tools/build/env.sh"
 cd "$repo"
 
-total_pass=0
-total_fail=0
-report=()
-
+# tier NAME CMD...: runs one tier, its output on the terminal and in
+# build/test-NAME.log, and records "PASSED FAILED SECONDS" in
+# build/test-NAME.result for the summary.
 tier() {
 	local name=$1; shift
 	local log="$RSMM_BUILD/test-$name.log" start end line p f
 	mkdir -p "$RSMM_BUILD"
+	rm -f "$RSMM_BUILD/test-$name.result"
 	echo "=== $name: $*"
 	start=$(date +%s)
 	"$@" 2>&1 | tee "$log"
@@ -32,9 +31,21 @@ tier() {
 	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
 		f=1
 	fi
+	echo "$p $f $((end - start))" >"$RSMM_BUILD/test-$name.result"
+}
+
+# summary_line NAME: the tier's line of the summary; adds its counts to the
+# totals.  A tier that recorded nothing counts as one failure.
+total_pass=0
+total_fail=0
+summary_line() {
+	local p=0 f=1 secs=0
+	if [ -r "$RSMM_BUILD/test-$1.result" ]; then
+		read -r p f secs <"$RSMM_BUILD/test-$1.result"
+	fi
 	total_pass=$((total_pass + p))
 	total_fail=$((total_fail + f))
-	report+=("$(printf '%-10s %4d passed %3d failed %5ds' "$name" "$p" "$f" $((end - start)))")
+	printf '%-10s %4d passed %3d failed %5ds\n' "$1" "$p" "$f" "$secs"
 }
 
 # The scenario tier boots the kernel the KUnit tier built.  run.sh creates
@@ -51,13 +62,23 @@ scenarios() {
 		--scenario all --log-dir "$RSMM_BUILD/scenario-logs"
 }
 
-tier host tools/build/host-test.sh
+# The host tier is mostly cargo compiling, and the KUnit kernel build has
+# long single-threaded stretches (each Rust crate is one rustc), so the
+# host tier runs beside the KUnit tier; its output is printed once it is
+# done, not interleaved.  The scenarios run alone: they time boots.
+mkdir -p "$RSMM_BUILD"
+tier host tools/build/host-test.sh >"$RSMM_BUILD/test-host.out" 2>&1 &
+host_pid=$!
 rm -f "$RSMM_BUILD/kunit/.rsmm-build-ok"
 tier kunit tools/kunit/run.sh
+wait "$host_pid"
+cat "$RSMM_BUILD/test-host.out"
 tier scenarios scenarios
 
 echo
 echo "=== summary"
-printf '%s\n' "${report[@]}"
+for name in host kunit scenarios; do
+	summary_line "$name"
+done
 echo "$total_pass passed, $total_fail failed"
 [ "$total_fail" -eq 0 ]
