@@ -25,6 +25,12 @@ pub struct RcxHash<V: Send + Sync + 'static = ()> {
 impl<V: Send + Sync + 'static> RcxHash<V> {
     /// Returns an empty table of `buckets` buckets (at least one).
     pub fn new(mode: Mode, buckets: usize) -> Result<Self> {
+        Self::with_rcx(Rcx::new(mode)?, buckets)
+    }
+
+    /// Returns an empty table whose updates go through `rcx` (tests pass
+    /// one with few lock slots).
+    pub(crate) fn with_rcx(rcx: Rcx, buckets: usize) -> Result<Self> {
         if buckets == 0 {
             return Err(EINVAL);
         }
@@ -32,10 +38,7 @@ impl<V: Send + Sync + 'static> RcxHash<V> {
         for _ in 0..buckets {
             v.push(ListCore::new()?, GFP_KERNEL)?;
         }
-        Ok(Self {
-            rcx: Rcx::new(mode),
-            buckets: v,
-        })
+        Ok(Self { rcx, buckets: v })
     }
 
     fn bucket(&self, key: u64) -> &ListCore<V> {

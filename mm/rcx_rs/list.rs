@@ -20,31 +20,23 @@ use kernel::{
     sync::rcu::{self, HasRcuHead, RcuHead},
 };
 
-use crate::{
-    backoff,
-    node_lock::{CacheAligned, NodeLocks},
-    Attempt, GlobalLock, HeaderRef, Mode, Rcx, Stats,
-};
+use crate::{backoff, Attempt, HeaderRef, Mode, Rcx, Stats};
 
 /// The key of the tail sentinel, which no item may use.
 pub const KEY_LIMIT: u64 = u64::MAX;
 
-/// An RCX-protected list item (listing 3.3): the key, the link and the
-/// pointer to the per-node lock words (their own allocation, one line
-/// each) on the first cache line, the global lock alone on the next one.
-///
-/// Items are 128-byte aligned so that their size is a multiple of 128 and
-/// `kmalloc` hands out naturally aligned, cache-aligned objects; without
-/// a value, or with a small one, an item takes 128 bytes.
-#[repr(C, align(128))]
+/// An RCX-protected list item (listing 3.3, without the lock state): the
+/// key and the link readers follow, the RCU head, the removal mark and the
+/// value.  The item's node words and global lock are those of its lock
+/// slot in the [`Rcx`] (see the crate documentation), so an item without
+/// a value, or with a small one, is a 64-byte object, one cache line.
+#[repr(C)]
 pub struct Item<V> {
     key: u64,
     next: AtomicPtr<Item<V>>,
-    locks: NodeLocks,
     rcu: RcuHead,
     removed: AtomicBool,
     value: Option<V>,
-    global: CacheAligned<GlobalLock>,
 }
 
 // SAFETY: `rcu` is a field of type `RcuHead` used only by `drop_after_gp`.
@@ -53,30 +45,24 @@ unsafe impl<V> HasRcuHead for Item<V> {
 }
 
 // SAFETY: an item is shared between readers and updaters only through
-// atomics and its spinlock; its value is `Send` and `Sync`.
+// atomics and the locks of its slot; its value is `Send` and `Sync`.
 unsafe impl<V: Send + Sync> Send for Item<V> {}
 // SAFETY: see above.
 unsafe impl<V: Send + Sync> Sync for Item<V> {}
 
 impl<V> Item<V> {
-    /// Allocates an item with its lock initialised, and leaks it.
+    /// Allocates an item and leaks it.
     fn alloc(key: u64, value: Option<V>, next: *mut Item<V>) -> Result<NonNull<Self>> {
-        let locks = NodeLocks::new(GFP_KERNEL)?;
         let b = KBox::new(
             Item {
                 key,
                 next: AtomicPtr::new(next),
-                locks,
                 rcu: RcuHead::new(),
                 removed: AtomicBool::new(false),
                 value,
-                global: CacheAligned(GlobalLock::uninit()),
             },
             GFP_KERNEL,
         )?;
-        // SAFETY: the item is at its final address (in the box) and nobody
-        // else has seen it yet.
-        unsafe { b.global.0.init() };
         // SAFETY: `KBox::into_raw` never returns null.
         Ok(unsafe { NonNull::new_unchecked(KBox::into_raw(b)) })
     }
@@ -86,21 +72,9 @@ impl<V> Item<V> {
         self.key
     }
 
-    fn hdr(&self) -> HeaderRef<'_> {
-        HeaderRef {
-            locks: &self.locks,
-            global: &self.global.0,
-        }
-    }
-
-    /// Returns the per-node lock words, for layout checks.
-    pub fn node_locks(&self) -> &NodeLocks {
-        &self.locks
-    }
-
-    /// Returns the address of the global lock, for layout checks.
-    pub fn global_addr(&self) -> usize {
-        &self.global as *const _ as usize
+    /// Returns the item's lock slot in `rcx`.
+    fn hdr<'a>(&self, rcx: &'a Rcx) -> HeaderRef<'a> {
+        rcx.slot_of(self)
     }
 }
 
@@ -193,7 +167,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             unsafe { new.as_ref() }
                 .next
                 .store(next_ptr, Ordering::Relaxed);
-            let r = rcx.attempt([prev.hdr(), next.hdr()], || {
+            let r = rcx.attempt([prev.hdr(rcx), next.hdr(rcx)], || {
                 if prev.removed.load(Ordering::Relaxed)
                     || next.removed.load(Ordering::Relaxed)
                     || prev.next.load(Ordering::Relaxed) != next_ptr
@@ -226,7 +200,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             let e_ptr = e as *const Item<V> as *mut Item<V>;
             let n_ptr = e.next.load(Ordering::Acquire);
             let n = Self::item(n_ptr, &guard);
-            let r = rcx.attempt([p.hdr(), e.hdr(), n.hdr()], || {
+            let r = rcx.attempt([p.hdr(rcx), e.hdr(rcx), n.hdr(rcx)], || {
                 if p.removed.load(Ordering::Relaxed)
                     || e.removed.load(Ordering::Relaxed)
                     || n.removed.load(Ordering::Relaxed)
@@ -242,7 +216,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             drop(guard);
             if r == Attempt::Done {
                 // SAFETY: `e` was allocated by `Item::alloc` and we just
-                // unlinked it, under its global lock, and marked it removed
+                // unlinked it, under its slot's global lock, and marked it removed
                 // so that no other updater can unlink it again; readers
                 // that still see it are covered by the grace period.
                 rcu::drop_after_gp(unsafe { KBox::from_raw(e_ptr) });
@@ -282,6 +256,11 @@ impl<V: Send + Sync + 'static> ListCore<V> {
 
     /// Calls `f` with every key in order.
     pub(crate) fn for_each_key(&self, mut f: impl FnMut(u64)) {
+        self.for_each_item(|item| f(item.key))
+    }
+
+    /// Calls `f` with every linked item in order (sentinels excluded).
+    pub(crate) fn for_each_item(&self, mut f: impl FnMut(&Item<V>)) {
         let guard = rcu::read_lock();
         let mut cur = Self::item(self.head.as_ptr(), &guard);
         loop {
@@ -289,7 +268,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             if next.key == KEY_LIMIT {
                 return;
             }
-            f(next.key);
+            f(next);
             cur = next;
         }
     }
@@ -325,10 +304,26 @@ pub struct RcxList<V: Send + Sync + 'static = ()> {
 impl<V: Send + Sync + 'static> RcxList<V> {
     /// Returns an empty list whose updates win the node words as `mode` says.
     pub fn new(mode: Mode) -> Result<Self> {
+        Self::with_rcx(Rcx::new(mode)?)
+    }
+
+    /// Returns an empty list whose updates go through `rcx` (tests pass
+    /// one with few lock slots).
+    pub(crate) fn with_rcx(rcx: Rcx) -> Result<Self> {
         Ok(Self {
-            rcx: Rcx::new(mode),
+            rcx,
             core: ListCore::new()?,
         })
+    }
+
+    /// Returns the update side, for tests.
+    pub(crate) fn rcx(&self) -> &Rcx {
+        &self.rcx
+    }
+
+    /// Calls `f` with every item in key order, for tests.
+    pub(crate) fn for_each_item(&self, f: impl FnMut(&Item<V>)) {
+        self.core.for_each_item(f)
     }
 
     /// Returns whether `key` is in the list (a plain RCU reader).

@@ -3,11 +3,22 @@
 //! RCX: NUMA-aware update-side synchronisation for RCU.
 //!
 //! RCX (chapter 3 of the thesis this project follows) keeps RCU's readers
-//! unchanged and reorganises the updaters.  Every RCX-protected item embeds
-//! one lock word per NUMA node and one global lock, each on its own cache
-//! line.  An updater first wins its own node's word on every item it will
-//! touch, so updaters of one node settle their contention locally, and only
-//! the winners go on to take the items' global locks, revalidate and update.
+//! unchanged and reorganises the updaters.  Every RCX-protected item is
+//! guarded by one lock word per NUMA node and one global lock, each on its
+//! own cache line.  An updater first wins its own node's word on every item
+//! it will touch, so updaters of one node settle their contention locally,
+//! and only the winners go on to take the items' global locks, revalidate
+//! and update.
+//!
+//! The thesis embeds the words and the lock in each item.  Here they live
+//! in a table of [`LOCK_SLOTS`] lock slots owned by the update side, and an
+//! item is guarded by the slot its address hashes to: readers then walk
+//! items as small as the RCU baseline's (a profile of the benchmark showed
+//! the readers paying for 256 bytes of lock state per item, and the
+//! updaters for a second allocation per insertion, the slab churn of which
+//! was most of their cost).  Two items of one update that share a slot
+//! take it once; a slot shared with another update's item only makes the
+//! two updates wait for each other, as two updates of one item would.
 //!
 //! This crate root holds the update protocol shared by the RCX list and hash
 //! table ([`Rcx`], [`Header`], `HeaderRef`); the modules are:
@@ -87,6 +98,13 @@ const HTM_CONFLICT: u32 = 1 << 2;
 /// The most items one update may touch (a list removal touches three).
 pub const MAX_ITEMS: usize = 3;
 
+/// Lock slots of an update side (a power of two).  An update holds at
+/// most [`MAX_ITEMS`] slots, so with four updaters the chance that two of
+/// them meet on a slot without sharing an item stays near 12 in 512.
+pub const LOCK_SLOTS: usize = 512;
+
+kernel::static_assert!(LOCK_SLOTS.is_power_of_two());
+
 /// Consecutive phase-1 aborts after which an update stops retrying its
 /// transaction and takes the ordered fallback (the RCU-HTM fallback rule:
 /// a transaction that keeps aborting, for capacity, interrupts or
@@ -130,6 +148,14 @@ pub fn htm_available() -> bool {
 /// `GlobalLock` never hand out a reference before that), and never moves
 /// afterwards.
 pub(crate) struct GlobalLock(Opaque<bindings::spinlock_t>);
+
+// SAFETY: a `spinlock_t` exists to be taken and released by any CPU; a
+// `GlobalLock` offers nothing but that (its unsafe `init` runs before it is
+// shared).  Moving one to another thread is moving its bytes, which the
+// invariants allow only before `init`, the same on every thread.
+unsafe impl Send for GlobalLock {}
+// SAFETY: see above; `lock` and the guard's release synchronise in C.
+unsafe impl Sync for GlobalLock {}
 
 impl GlobalLock {
     /// An uninitialised lock, to be placed at its final address.
@@ -175,10 +201,9 @@ impl Drop for GlobalGuard<'_> {
     }
 }
 
-/// The synchronisation state of an RCX item on its own: one lock word per
-/// node (each on its own cache line) and the global lock (on its own
-/// line).  List items embed the same two fields directly, next to their
-/// key, so as to stay small; this type serves other items and the tests.
+/// One lock slot: one lock word per node (each on its own cache line) and
+/// the global lock (on its own line).  The lock slots of an [`Rcx`] are
+/// `Header`s; tests build their own.
 pub struct Header {
     locks: NodeLocks,
     global: CacheAligned<GlobalLock>,
@@ -223,9 +248,8 @@ impl Header {
     }
 }
 
-/// The synchronisation state of an item as an update sees it: its node
-/// words and its global lock, wherever the item keeps them (a list item
-/// keeps its words' pointer on the line of its key, to stay small).
+/// The synchronisation state of an item as an update sees it: the node
+/// words and the global lock of its lock slot.
 #[derive(Clone, Copy)]
 pub(crate) struct HeaderRef<'a> {
     pub(crate) locks: &'a NodeLocks,
@@ -289,9 +313,17 @@ pub(crate) enum Attempt {
     Retry,
 }
 
-/// The update side of an RCX structure: the phase-1 path and the counters.
+/// The update side of an RCX structure: the phase-1 path, the lock slots
+/// and the counters.
+///
+/// # Invariants
+///
+/// `slots` holds a power of two of headers, each initialised by
+/// [`Header::init`] at its address in the vector's buffer, and the vector
+/// never grows (its buffer, and so every lock, never moves).
 pub struct Rcx {
     path: Path,
+    slots: KVec<Header>,
     conflict: AtomicU64,
     other: AtomicU64,
     explicit: AtomicU64,
@@ -320,22 +352,55 @@ impl Drop for NoPreempt {
 }
 
 impl Rcx {
-    /// Returns the update side for `mode`, without counts.
-    pub fn new(mode: Mode) -> Self {
+    /// Returns the update side for `mode`, without counts, with its
+    /// [`LOCK_SLOTS`] lock slots (`ENOMEM` if they cannot be allocated).
+    pub fn new(mode: Mode) -> Result<Self> {
+        Self::with_slots(mode, LOCK_SLOTS)
+    }
+
+    /// Returns the update side for `mode` with `nr_slots` lock slots, a
+    /// power of two (`EINVAL` otherwise).  Tests use few slots, so that
+    /// the items of one update share slots.
+    pub(crate) fn with_slots(mode: Mode, nr_slots: usize) -> Result<Self> {
+        if !nr_slots.is_power_of_two() {
+            return Err(EINVAL);
+        }
         let path = match mode {
             Mode::Auto if htm_available() => Path::Htm,
             Mode::Auto | Mode::Fallback => Path::Fallback,
             Mode::Emulated { abort_one_in } => Path::Emulated(abort_one_in),
         };
-        Self {
+        let mut slots = KVec::with_capacity(nr_slots, GFP_KERNEL)?;
+        for _ in 0..nr_slots {
+            // Within the capacity: the buffer does not move.
+            slots.push(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+        }
+        for slot in slots.iter() {
+            // SAFETY: every header is at its final address (the vector is
+            // full and never grows again) and nobody has seen it yet.
+            unsafe { slot.init() };
+        }
+        // INVARIANT: a power of two of headers, initialised in place.
+        Ok(Self {
             path,
+            slots,
             conflict: AtomicU64::new(0),
             other: AtomicU64::new(0),
             explicit: AtomicU64::new(0),
             revalidations: AtomicU64::new(0),
             fallbacks: AtomicU64::new(0),
             rng: AtomicU64::new(0x2545_f491_4f6c_dd1d),
-        }
+        })
+    }
+
+    /// Returns the lock slot of the item at `item` (any address inside
+    /// it; the item's own address is the usual choice).
+    pub(crate) fn slot_of<T>(&self, item: *const T) -> HeaderRef<'_> {
+        // Fibonacci hashing of the address without its low bits, which
+        // the allocator's alignment makes equal for every item.
+        let h = ((item as usize as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
+        // The length is a power of two (invariants): the index is in bounds.
+        self.slots[h & (self.slots.len() - 1)].as_ref()
     }
 
     /// Returns the name of the phase-1 path: `htm`, `fallback` or `emulated`.
@@ -386,7 +451,7 @@ impl Rcx {
     /// the ordered fallback, so phase 1 always ends with the words won.
     /// The fallback mixes safely with transactions: a transaction takes
     /// all its words or none and aborts on a word the fallback holds.
-    fn phase1<const N: usize>(&self, hdrs: &[HeaderRef<'_>; N], node: NodeId, token: usize) {
+    fn phase1(&self, hdrs: &[HeaderRef<'_>], node: NodeId, token: usize) {
         for _ in 0..self.txn_tries() {
             if self.transaction(hdrs, node, token) {
                 return;
@@ -416,12 +481,7 @@ impl Rcx {
     /// One phase-1 transaction: wins `node`'s word on every header for
     /// `token`, or takes none of them and returns `false` (an abort,
     /// counted by cause).
-    fn transaction<const N: usize>(
-        &self,
-        hdrs: &[HeaderRef<'_>; N],
-        node: NodeId,
-        token: usize,
-    ) -> bool {
+    fn transaction(&self, hdrs: &[HeaderRef<'_>], node: NodeId, token: usize) -> bool {
         // Listing 3.5, line 14: wait until the words look free, so that
         // the transaction is not doomed from the start.
         for h in hdrs {
@@ -432,13 +492,17 @@ impl Rcx {
         match self.path {
             Path::Fallback => false,
             Path::Htm => {
-                // One word per header: the array and the count passed
-                // along are both `N`.
-                let words: [*mut usize; N] = hdrs.map(|h| h.locks.word_ptr(node));
-                // SAFETY: `path` is `Htm` only if the CPU has RTM; `words`
-                // holds `N` valid words, which live as long as the headers
-                // the caller borrows.
-                let status = unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), N as c_uint, token) };
+                // One word per header, at most `MAX_ITEMS` (`attempt`
+                // passes distinct headers of at most that many items).
+                let mut words = [core::ptr::null_mut::<usize>(); MAX_ITEMS];
+                let n = hdrs.len().min(MAX_ITEMS);
+                for (w, h) in words.iter_mut().zip(&hdrs[..n]) {
+                    *w = h.locks.word_ptr(node);
+                }
+                // SAFETY: `path` is `Htm` only if the CPU has RTM; the
+                // first `n` entries of `words` are valid words, which live
+                // as long as the headers the caller borrows.
+                let status = unsafe { ffi::rcx_htm_lock_words(words.as_ptr(), n as c_uint, token) };
                 if status == HTM_COMMITTED {
                     return true;
                 }
@@ -490,11 +554,12 @@ impl Rcx {
         true
     }
 
-    /// Runs one update attempt on the `N` items of `hdrs` (distinct; `N`
-    /// is 1 to [`MAX_ITEMS`], checked at compile time): phase 1, then the
-    /// global locks in address order, then `update`, which revalidates
-    /// and, if that succeeds, updates and returns `true`.  All locks are
-    /// released before returning.
+    /// Runs one update attempt on the `N` items of `hdrs` (`N` is 1 to
+    /// [`MAX_ITEMS`], checked at compile time; items that share a lock
+    /// slot are locked once): phase 1, then the global locks in address
+    /// order, then `update`, which revalidates and, if that succeeds,
+    /// updates and returns `true`.  All locks are released before
+    /// returning.
     ///
     /// The caller must be in an RCU read-side critical section that keeps
     /// the items alive, and `update` must not sleep.
@@ -505,18 +570,29 @@ impl Rcx {
     ) -> Attempt {
         let () = ItemCount::<N>::OK;
         hdrs.sort_unstable_by_key(|h| h.global as *const GlobalLock as usize);
+        // The distinct headers, still in address order: a header named
+        // twice (two items of one slot) is locked once, or the updater
+        // would wait for itself.
+        let mut n = 0;
+        for i in 0..N {
+            if n == 0 || !core::ptr::eq(hdrs[i].global, hdrs[n - 1].global) {
+                hdrs[n] = hdrs[i];
+                n += 1;
+            }
+        }
+        let hdrs = &hdrs[..n];
         // The node and the token stay valid for the whole attempt: the task
         // cannot migrate, and no other updater runs on this CPU.
         let _np = NoPreempt::new();
         let node = numa::current_node();
         let token = current_cpu_hint() as usize + 1;
-        self.phase1(&hdrs, node, token);
+        self.phase1(hdrs, node, token);
         let done = {
-            let _held: [GlobalGuard<'_>; N] =
-                core::array::from_fn(|rank| hdrs[rank].global.lock(rank));
+            let _held: [Option<GlobalGuard<'_>>; N] =
+                core::array::from_fn(|rank| hdrs.get(rank).map(|h| h.global.lock(rank)));
             update()
         };
-        for h in hdrs.iter() {
+        for h in hdrs {
             let _ = h.locks.unlock(node, token);
         }
         if done {

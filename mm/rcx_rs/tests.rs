@@ -66,23 +66,26 @@ kernel::kunit_suite! {
     cases: [node_lock_layout, node_lock_exclusion],
 }
 
-/// An item's key and link share no cache line with its global lock, the
-/// lock is alone on its line, and the item itself is cache-aligned.
+/// An item is small enough for one 64-byte object, as a baseline node
+/// fits one 32-byte object plus the removal mark and the value: its lock
+/// state is its slot's.  The slot's global lock and each of its node words
+/// own a cache line, and the slot is the same for the same item.
 fn item_layout() -> Result {
     let list: RcxList = RcxList::new(Mode::Fallback)?;
     list.insert(7, None)?;
+    kunit_expect!(core::mem::size_of::<Item<()>>() <= CACHE_LINE);
     list.with_first(|item: &Item<()>| {
-        let base = item as *const Item<()> as usize;
         kunit_expect_eq!(item.key(), 7);
-        kunit_expect_eq!(base % CACHE_LINE, 0);
-        kunit_expect_eq!(core::mem::size_of::<Item<()>>(), 2 * CACHE_LINE);
-        let g = item.global_addr();
+        let slot = list.rcx().slot_of(item);
+        kunit_expect!(core::ptr::eq(
+            slot.global,
+            list.rcx().slot_of(item as *const Item<()>).global
+        ));
+        let g = slot.global as *const _ as usize;
         kunit_expect_eq!(g % CACHE_LINE, 0);
-        kunit_expect!(g - base >= CACHE_LINE, "global lock on the key's line");
-        let locks = item.node_locks();
-        kunit_expect_eq!(locks.len(), numa::nr_node_ids());
+        kunit_expect_eq!(slot.locks.len(), numa::nr_node_ids());
         for node in NodeId::all() {
-            let w = locks.word_addr(node);
+            let w = slot.locks.word_addr(node);
             kunit_expect_eq!(w % CACHE_LINE, 0);
             kunit_expect!(
                 w + CACHE_LINE <= g || w >= g + CACHE_LINE,
@@ -91,6 +94,26 @@ fn item_layout() -> Result {
             );
         }
     });
+    // Items spread over the slots: 64 items of a 512-slot table do not
+    // all land on a few.
+    for k in 0..64 {
+        list.insert(100 + k, None)?;
+    }
+    // (A walk is an RCU read-side section: no allocation in it.)
+    let mut slots = [0usize; 65];
+    let (mut n, mut distinct) = (0, 0);
+    list.for_each_item(|item| {
+        let g = list.rcx().slot_of(item).global as *const _ as usize;
+        if n < slots.len() {
+            if !slots[..distinct].contains(&g) {
+                slots[distinct] = g;
+                distinct += 1;
+            }
+            n += 1;
+        }
+    });
+    kunit_expect_eq!(n, 65);
+    kunit_expect!(distinct >= 48, "65 items on {} slots", distinct);
     Ok(())
 }
 
@@ -98,7 +121,7 @@ fn item_layout() -> Result {
 /// it abort explicitly and leaves the other words free; injected aborts
 /// are counted as capacity/other.
 fn emulated_txn_outcomes() -> Result {
-    let rcx = Rcx::new(Mode::Emulated { abort_one_in: 0 });
+    let rcx = Rcx::new(Mode::Emulated { abort_one_in: 0 })?;
     let a = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
     let b = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
     // SAFETY: the headers are at their final addresses, in their boxes,
@@ -155,8 +178,19 @@ fn attempt_holds_named_items() -> Result {
         Mode::Emulated { abort_one_in: 0 },
         Mode::Emulated { abort_one_in: 1 },
     ] {
-        let rcx = Rcx::new(mode);
+        let rcx = Rcx::new(mode)?;
         kunit_expect_eq!(rcx.attempt([a.as_ref()], || held(&[a])), Attempt::Done);
+        // Items that share a slot name its header more than once: it is
+        // locked once (twice would wait forever on the updater's own
+        // word) and released.
+        kunit_expect_eq!(
+            rcx.attempt([a.as_ref(), a.as_ref()], || held(&[a])),
+            Attempt::Done
+        );
+        kunit_expect_eq!(
+            rcx.attempt([b.as_ref(), a.as_ref(), b.as_ref()], || held(&[a, b])),
+            Attempt::Done
+        );
         kunit_expect_eq!(
             rcx.attempt([b.as_ref(), a.as_ref()], || held(&[a, b])),
             Attempt::Done
@@ -315,6 +349,25 @@ fn list_model_auto() -> Result {
     against_model(&l, 0x3333)
 }
 
+/// With one lock slot every item of every update shares it, and with two
+/// some do: the updates lock each slot once and still agree with the
+/// model.
+fn list_model_shared_slots() -> Result {
+    for (slots, mode, seed) in [
+        (1, Mode::Fallback, 0x6666),
+        (2, INJECT, 0x7777),
+        (4, Mode::Fallback, 0x8888),
+    ] {
+        let l = RcxList::with_rcx(Rcx::with_slots(mode, slots)?)?;
+        against_model(&l, seed)?;
+        let h = RcxHash::with_rcx(Rcx::with_slots(mode, slots)?, 3)?;
+        against_model(&h, seed + 1)?;
+    }
+    kunit_expect!(Rcx::with_slots(Mode::Fallback, 3).is_err());
+    kunit_expect!(Rcx::with_slots(Mode::Fallback, 0).is_err());
+    Ok(())
+}
+
 fn hash_model_fallback() -> Result {
     let h = RcxHash::new(Mode::Fallback, 8)?;
     kunit_expect_eq!(h.buckets(), 8);
@@ -448,6 +501,7 @@ mod list_suite {
             list_model_fallback,
             list_model_emulated,
             list_model_auto,
+            list_model_shared_slots,
             hash_model_fallback,
             hash_model_emulated,
             removal_frees_after_gp,
@@ -585,6 +639,14 @@ fn stress_hash_emulated() -> Result {
     stress(h, "hash/emulated")
 }
 
+/// Two lock slots for all items: concurrent updates share slots all the
+/// time, in and across updates (emulated transactions, which abort on a
+/// word the other holds, and the ordered fallback mixed).
+fn stress_list_shared_slots() -> Result {
+    let rcx = Rcx::with_slots(Mode::Emulated { abort_one_in: 16 }, 2)?;
+    stress(RcxList::<u64>::with_rcx(rcx)?, "list/2 slots")
+}
+
 /// The concurrent suite, run separately with more CPUs.
 mod stress_suite {
     use super::*;
@@ -596,6 +658,7 @@ mod stress_suite {
             #[slow] stress_list_emulated,
             #[slow] stress_hash_fallback,
             #[slow] stress_hash_emulated,
+            #[slow] stress_list_shared_slots,
         ],
     }
 }

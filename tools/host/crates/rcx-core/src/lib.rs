@@ -2,7 +2,9 @@
 
 //! Host model of the RCX update protocol of `mm/rcx_rs/rcx.rs`.
 //!
-//! Each [`Item`] has one lock word per node and a global lock.  An update
+//! Each [`Item`] has one lock word per node and a global lock: it stands
+//! for one of the kernel's lock slots, which an update may name more than
+//! once (two of its items in one slot).  An update
 //! ([`update`]) names its items; phase 1 wins the updater's node word on
 //! every one of them, either by the ordered atomic fallback (address
 //! order, spinning) or by an emulated transaction (all words or none,
@@ -146,10 +148,12 @@ fn phase1(items: &[&Item], node: usize, token: usize, how: Phase1, ab: &mut Abor
     }
 }
 
-/// Runs one update on `items` (distinct) for the updater `token` (non-zero)
-/// on `node`: phase 1 as `how` says, then the global locks in address
-/// order, then `critical`, retrying phase 1 until it wins.  Panics if
-/// another updater is in its critical section on one of the items.
+/// Runs one update on `items` for the updater `token` (non-zero) on
+/// `node`: phase 1 as `how` says, then the global locks in address order,
+/// then `critical`, retrying phase 1 until it wins.  An item named twice
+/// is locked once, as the kernel's lock slots are when two items of an
+/// update hash to one slot.  Panics if another updater is in its critical
+/// section on one of the items.
 pub fn update(
     items: &mut [&Item],
     node: usize,
@@ -158,6 +162,14 @@ pub fn update(
     critical: impl FnOnce(),
 ) -> Aborts {
     items.sort_unstable_by_key(|it| *it as *const Item as usize);
+    let mut n = 0;
+    for i in 0..items.len() {
+        if n == 0 || !std::ptr::eq(items[i], items[n - 1]) {
+            items[n] = items[i];
+            n += 1;
+        }
+    }
+    let items = &items[..n];
     let mut ab = Aborts::default();
     while !phase1(items, node, token, how, &mut ab) {
         spin();
@@ -190,8 +202,9 @@ mod tests {
     use super::*;
     use std::sync::Arc;
 
-    /// Threads on two nodes hammer overlapping item sets, in both phase-1
-    /// modes: updates of one item never overlap, and all locks end free.
+    /// Threads on two nodes hammer overlapping item sets, some naming an
+    /// item twice, in both phase-1 modes: updates of one item never
+    /// overlap, and all locks end free.
     #[test]
     fn threads_never_overlap() {
         let items: Arc<Vec<Item>> = Arc::new((0..4).map(|_| Item::new()).collect());
@@ -204,10 +217,8 @@ mod tests {
                     for i in 0..5000usize {
                         let a = (t + i) % 4;
                         let b = (t + 2 * i + 1) % 4;
-                        let mut set: Vec<&Item> = vec![&items[a]];
-                        if b != a {
-                            set.push(&items[b]);
-                        }
+                        // `b` may equal `a`: the item is named twice.
+                        let mut set: Vec<&Item> = vec![&items[a], &items[b]];
                         let how = if t % 2 == 0 {
                             Phase1::Fallback
                         } else {

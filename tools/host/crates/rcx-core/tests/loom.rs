@@ -91,3 +91,29 @@ fn opposite_orders_two_nodes_fallback() {
 fn opposite_orders_two_nodes_mixed() {
     opposite_orders(0, Phase1::Emulated, 1, Phase1::Fallback);
 }
+
+/// Updater A names item 1 twice and item 0 (two of its items share a
+/// slot), updater B items 1 and 2: A takes item 1 once, or it would wait
+/// for itself, and the two still exclude each other on item 1.
+fn slot_named_twice(how_a: Phase1, how_b: Phase1) {
+    loom::model(move || {
+        let items = Arc::new([Item::new(), Item::new(), Item::new()]);
+        let i2 = items.clone();
+        let b = thread::spawn(move || {
+            update(&mut [&i2[1], &i2[2]], 0, 2, how_b, || {});
+        });
+        update(&mut [&items[1], &items[0], &items[1]], 0, 1, how_a, || {});
+        b.join().unwrap();
+        assert!(items.iter().all(Item::is_free));
+    });
+}
+
+#[test]
+fn slot_named_twice_fallback() {
+    slot_named_twice(Phase1::Fallback, Phase1::Fallback);
+}
+
+#[test]
+fn slot_named_twice_emulated() {
+    slot_named_twice(Phase1::Emulated, Phase1::Fallback);
+}
