@@ -36,17 +36,23 @@
 //!   per word of the level below, up to a single word.  Lending and
 //!   returning a secondary page cost `O(log n / log BITS)`.
 //!
-//! Small requests, of at most [`HINTS`] pages, take a shortcut that keeps
-//! them as cheap as a plain scan:
+//! Small requests, of at most [`HINTS`] pages, take a shortcut that makes
+//! them cheaper than a plain scan:
 //!
 //! * A hint per size tells below which page no window of that many free
 //!   pages starts; the search begins there, and scans a few bitmap words
-//!   one by one before it turns to the tree.
+//!   before it turns to the tree.  Each word is searched whole, a few
+//!   shifts and ands giving every start of a window in it.
 //! * Claiming or releasing pages in a few neighbouring words only marks
 //!   those leaves stale; the tree above them is recomputed once for all of
 //!   them when a search needs it, or when a change falls too far away.  A
 //!   small request that fits near its hint thus costs no tree update, and
 //!   changes that share ancestors pay for them once.
+//! * Ranges of at most `BITS` pages, which span one or two words, are
+//!   claimed and freed with the same straight-line code for both cases.
+//!
+//! A request larger than the longest free run fails at the root of the
+//! tree.
 //!
 //! Secondary pages are lent from the highest free address down, while
 //! primary allocations take the lowest fit: this keeps lent pages away from
@@ -289,6 +295,53 @@ fn scan_word(f: usize, pos: usize, carry: usize, k: usize) -> Scan {
     Scan::Carry(f.leading_ones() as usize)
 }
 
+/// Masks of the pages `off..off + count` of a word and of the pages past
+/// its end in the next word, for `off < BITS` and `1 <= count <= BITS`.
+fn short_masks(off: usize, count: usize) -> (usize, usize) {
+    let ones = usize::MAX >> (BITS - count);
+    // Two shifts, each below `BITS`, shift `ones` right by `BITS - off`,
+    // which is `BITS` for `off == 0`.
+    (ones << off, (ones >> 1) >> (BITS - 1 - off))
+}
+
+/// Shifts of the three steps of [`window_starts`] for windows of `1..=HINTS`
+/// pages (index `k - 1`).
+///
+/// Once each set bit of a mask stands for `len` free pages from it, `g & (g
+/// >> s)` with `s <= len` has each stand for `len + s`.  Three steps, of at
+/// most 1, 2 and 4, reach any length up to 8; a step of 0 changes nothing.
+/// A table rather than arithmetic on `k`: one load per step.
+const WINDOW_SHIFTS: [[u32; 3]; HINTS] = {
+    assert!(HINTS <= 8);
+    let mut table = [[0; 3]; HINTS];
+    let mut k = 1;
+    while k <= HINTS {
+        let mut len = 1;
+        let mut step = 0;
+        while step < 3 {
+            let s = if k - len < len { k - len } else { len };
+            table[k - 1][step] = s as u32;
+            len += s;
+            step += 1;
+        }
+        k += 1;
+    }
+    table
+};
+
+/// Starts of the windows of `k` free pages that lie within a word of
+/// free-page mask `f`, for `1 <= k <= HINTS`: bit `i` of the result is set
+/// if bits `i..i + k` of `f` all are.  No branch depends on `k`.
+fn window_starts(f: usize, k: usize) -> usize {
+    let [s1, s2, s3] = WINDOW_SHIFTS
+        .get(k.wrapping_sub(1))
+        .copied()
+        .unwrap_or([0; 3]);
+    let g = f & (f >> s1);
+    let g = g & (g >> s2);
+    g & (g >> s3)
+}
+
 /// A primary allocation made by [`AreaMap::alloc_primary`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct AllocOutcome {
@@ -313,13 +366,16 @@ pub(crate) struct AreaMap<S> {
     nr_words: usize,
     /// Leaves of the tree: `nr_words` rounded up to a power of two.
     leaves: usize,
-    /// Valid bits of the last bitmap word.
+    /// Bits of the last bitmap word that stand for pages of the area.
     tail_mask: usize,
     /// Levels of the availability bitset.
     levels: usize,
     /// Offset in `summary` of each level of the availability bitset.
     level_off: [usize; MAX_LEVELS],
-    /// Primary bitmap, one bit per page.
+    /// Primary bitmap, one bit per page.  The bits past the end of the
+    /// area, in the last word, are set for good: a word's free pages are
+    /// then the clear bits of its primary word, with no special case for
+    /// the last word in the hot paths.
     primary: S,
     /// Secondary bitmap, one bit per page.
     secondary: S,
@@ -466,6 +522,9 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             stale_hi: 0,
         };
         map.primary.fill(0);
+        if let Some(p) = map.primary.last_mut() {
+            *p = !tail_mask;
+        }
         map.secondary.fill(0);
         map.releasing.fill(0);
         map.summary.fill(0);
@@ -533,7 +592,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Whether `page` is owned by a primary allocation (false if out of
     /// range).
     pub(crate) fn is_primary(&self, page: usize) -> bool {
-        Self::bit(&self.primary, page)
+        page < self.nr_pages && Self::bit(&self.primary, page)
     }
 
     /// Whether `page` is lent to a secondary client (false if out of range).
@@ -567,7 +626,37 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// `from` or above, and giving up after `tries` unaligned fits: then it
     /// returns [`AllocStep::Resume`] with the page to go on from, having
     /// changed nothing.  Each try costs `O(log n)`.
+    #[inline(always)]
     pub(crate) fn alloc_primary_from(
+        &mut self,
+        count: usize,
+        align_order: u32,
+        from: usize,
+        tries: usize,
+    ) -> Result<AllocStep> {
+        // The common request, a few unaligned pages searched from their
+        // hint, takes no tries and no alignment arithmetic.
+        let hint = count.wrapping_sub(1);
+        if align_order == 0 && hint < HINTS {
+            if let Some(&low) = self.low.get(hint) {
+                if from <= low {
+                    let found = self.find_small(low, count);
+                    // The lowest run of `count` free pages in the area.
+                    if let Some(low) = self.low.get_mut(hint) {
+                        *low = found.unwrap_or(self.nr_pages);
+                    }
+                    let start = found.ok_or(ENOMEM)?;
+                    return Ok(AllocStep::Done(self.claim(start, count)));
+                }
+            }
+        }
+        self.alloc_primary_search(count, align_order, from, tries)
+    }
+
+    /// The rest of [`Self::alloc_primary_from`]: aligned or larger
+    /// requests, and searches that resume above the hint.
+    #[inline(never)]
+    fn alloc_primary_search(
         &mut self,
         count: usize,
         align_order: u32,
@@ -582,7 +671,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             return Err(ENOMEM);
         }
         // Offset of page 0 from the previous aligned frame.
-        let phase = self.base % align;
+        let phase = self.base & (align - 1);
         let mut left = tries;
         // No run of `count` free pages starts below the hint: start there.
         let hint = count.min(HINTS) - 1;
@@ -615,19 +704,81 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
                 return Ok(AllocStep::Resume(from));
             }
         };
+        Ok(AllocStep::Done(self.claim(start, count)))
+    }
+
+    /// Marks the free pages `start..start + count` primary-owned, with the
+    /// summaries and counters.
+    #[inline(always)]
+    fn claim(&mut self, start: usize, count: usize) -> AllocOutcome {
         let end = start + count;
         let (first, last) = (start / BITS, (end - 1) / BITS);
-        let lent = if first == last {
-            self.claim_word(first, range_mask(start - first * BITS, end - first * BITS))
+        let lent = if count <= BITS {
+            self.claim_short(start, count)
         } else {
-            self.claim_words(start, end)
+            let lent = self.claim_words(start, end);
+            self.update_avail_words(first, last);
+            lent
         };
-        self.refresh(first, last);
+        self.mark_stale(first, last);
         self.primary_used += count;
         self.pending += lent;
         // The pages not lent were free.
         self.free -= count - lent;
-        Ok(AllocStep::Done(AllocOutcome { start, count, lent }))
+        AllocOutcome { start, count, lent }
+    }
+
+    /// Sets the primary bits of pages `start..start + count`, with
+    /// `1 <= count <= BITS`, keeps the availability bitset up to date and
+    /// returns how many of the pages are lent.
+    ///
+    /// Such a range spans at most two words, handled alike whether it
+    /// spans one or two: a branch on that would be mispredicted about as
+    /// often as not for small ranges at random places.
+    #[inline(always)]
+    fn claim_short(&mut self, start: usize, count: usize) -> usize {
+        let (w0, w1) = (start / BITS, (start + count - 1) / BITS);
+        let (m0, m1) = short_masks(start % BITS, count);
+        // The words as a slice of one or two: one bounds check each.
+        let Some(s) = self.secondary.get(w0..=w1) else {
+            return 0;
+        };
+        let (Some(&s0), Some(&s1)) = (s.first(), s.last()) else {
+            return 0;
+        };
+        let Some(p) = self.primary.get_mut(w0..=w1) else {
+            return 0;
+        };
+        // With one word, `m1 == 0`: the second update is a no-op.
+        let (mut p0, mut p1) = (0, 0);
+        if let Some(w) = p.first_mut() {
+            *w |= m0;
+            p0 = *w;
+        }
+        if let Some(w) = p.last_mut() {
+            *w |= m1;
+            p1 = *w;
+        }
+        // Claiming only takes free pages away: the availability bitset
+        // changes only if a word has none left.  Mostly it has some.
+        if p0 | s0 == usize::MAX || p1 | s1 == usize::MAX {
+            self.update_avail_pair(w0, w1);
+        }
+        let (l0, l1) = (s0 & m0, s1 & m1);
+        // Mostly none: skip the population count.
+        if l0 | l1 != 0 {
+            (l0.count_ones() + l1.count_ones()) as usize
+        } else {
+            0
+        }
+    }
+
+    /// [`Self::update_avail`] of words `w0` and `w1`, out of line: claims
+    /// seldom fill a word.
+    #[inline(never)]
+    fn update_avail_pair(&mut self, w0: usize, w1: usize) {
+        self.update_avail(w0);
+        self.update_avail(w1);
     }
 
     /// Sets the primary bits of pages `start..end`, which span several
@@ -691,6 +842,86 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// (see [`AreaMap::finish_discard`]).
     pub(crate) fn release_primary(&mut self, start: usize, count: usize) -> Result {
         let end = self.check_range(start, count)?;
+        let was_releasing = if count <= BITS {
+            self.free_short(start, count)?
+        } else {
+            self.free_words(start, end)?
+        };
+        self.mark_stale(start / BITS, (end - 1) / BITS);
+        // Runs of `j + 1` free pages may start from `start - j` on now.
+        for (j, low) in self.low.iter_mut().enumerate() {
+            *low = (*low).min(start.saturating_sub(j));
+        }
+        self.primary_used -= count;
+        self.releasing_pages -= was_releasing;
+        self.free += count;
+        self.generation = self.generation.wrapping_add(1);
+        Ok(())
+    }
+
+    /// The bitmap part of [`Self::release_primary`] for `1 <= count <=
+    /// BITS`, in at most two words handled alike (see
+    /// [`Self::claim_short`]): checks the range, clears its primary and
+    /// releasing bits, brings the availability bitset up to date and
+    /// returns how many of its pages were releasing.
+    #[inline]
+    fn free_short(&mut self, start: usize, count: usize) -> Result<usize> {
+        let (w0, w1) = (start / BITS, (start + count - 1) / BITS);
+        let (m0, m1) = short_masks(start % BITS, count);
+        // The words as slices of one or two, as in `claim_short()`.
+        let (Some(p), Some(s)) = (self.primary.get(w0..=w1), self.secondary.get(w0..=w1)) else {
+            return Err(EINVAL);
+        };
+        let (Some(&p0), Some(&p1), Some(&s0), Some(&s1)) =
+            (p.first(), p.last(), s.first(), s.last())
+        else {
+            return Err(EINVAL);
+        };
+        // Not primary-owned takes precedence over lent.
+        if p0 & m0 != m0 || p1 & m1 != m1 {
+            return Err(EINVAL);
+        }
+        if (s0 & m0) | (s1 & m1) != 0 {
+            return Err(EBUSY);
+        }
+        // With one word, `m1 == 0`: the second updates are no-ops.
+        if let Some(p) = self.primary.get_mut(w0..=w1) {
+            if let Some(w) = p.first_mut() {
+                *w &= !m0;
+            }
+            if let Some(w) = p.last_mut() {
+                *w &= !m1;
+            }
+        }
+        // The pages freed are lent to nobody: both words have a page free
+        // in both bitmaps now.
+        self.set_avail(w0);
+        self.set_avail(w1);
+        let (mut was, mut was1) = (0, 0);
+        if let Some(r) = self.releasing.get_mut(w0..=w1) {
+            if let Some(w) = r.first_mut() {
+                was = *w & m0;
+                *w &= !m0;
+            }
+            if let Some(w) = r.last_mut() {
+                was1 = *w & m1;
+                *w &= !m1;
+            }
+        }
+        Ok(if was == m0 && was1 == m1 {
+            // The usual release, after `begin_release()` of the range.
+            count
+        } else if was | was1 == 0 {
+            0
+        } else {
+            (was.count_ones() + was1.count_ones()) as usize
+        })
+    }
+
+    /// The bitmap part of [`Self::release_primary`] for a range over
+    /// several words: as [`Self::free_short`], a word at a time.
+    #[inline(never)]
+    fn free_words(&mut self, start: usize, end: usize) -> Result<usize> {
         // One pass for both checks; not primary-owned takes precedence.
         let mut busy = false;
         for (w, m) in WordMasks::new(start, end) {
@@ -714,16 +945,9 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
                     *r &= !m;
                 }
             }
+            self.set_avail(w);
         }
-        self.refresh(start / BITS, (end - 1) / BITS);
-        for (j, low) in self.low.iter_mut().enumerate() {
-            *low = (*low).min(start.saturating_sub(j));
-        }
-        self.primary_used -= count;
-        self.releasing_pages -= was_releasing;
-        self.free += count;
-        self.generation = self.generation.wrapping_add(1);
-        Ok(())
+        Ok(was_releasing)
     }
 
     /// Whether every page of `start..start + count` is owned by a primary
@@ -862,9 +1086,14 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         ok(self.releasing.len() == self.nr_words)?;
         ok(Some(self.summary.len()) == summary_words(self.nr_pages))?;
         let last = self.nr_words - 1;
+        // Past the end of the area, primary bits are set, the others not.
         let past_end = !self.tail_mask;
-        ok(self.primary.get(last).is_some_and(|p| p & past_end == 0))?;
+        ok(self
+            .primary
+            .get(last)
+            .is_some_and(|p| p & past_end == past_end))?;
         ok(self.secondary.get(last).is_some_and(|s| s & past_end == 0))?;
+        ok(self.releasing.get(last).is_some_and(|r| r & past_end == 0))?;
 
         let (mut prim, mut lent, mut both) = (0usize, 0usize, 0usize);
         for (p, s) in self.primary.iter().zip(self.secondary.iter()) {
@@ -879,7 +1108,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             releasing += r.count_ones() as usize;
         }
         ok(releasing == self.releasing_pages)?;
-        ok(prim == self.primary_used)?;
+        ok(prim - past_end.count_ones() as usize == self.primary_used)?;
         ok(lent == self.secondary_lent)?;
         ok(both == self.pending)?;
         let free = (self.nr_pages + self.pending)
@@ -970,39 +1199,17 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         Ok(end)
     }
 
-    /// Valid bits of bitmap word `w`.
-    fn valid_mask(&self, w: usize) -> usize {
-        if w + 1 == self.nr_words {
-            self.tail_mask
-        } else if w < self.nr_words {
-            usize::MAX
-        } else {
-            0
-        }
-    }
-
-    /// As [`Self::valid_mask`] for a word of the area (`w < nr_words`): its
-    /// callers read the bitmaps with bounds checks, which cover the rest.
-    fn valid_mask_in(&self, w: usize) -> usize {
-        if w + 1 == self.nr_words {
-            self.tail_mask
-        } else {
-            usize::MAX
-        }
-    }
-
     /// Mask of the pages of word `w` free of primary owners (0 for a padding
     /// leaf past the area).
     fn leaf_free(&self, w: usize) -> usize {
-        self.primary
-            .get(w)
-            .map_or(0, |p| !p & self.valid_mask_in(w))
+        // The bits past the area are set in the primary bitmap.
+        self.primary.get(w).map_or(0, |p| !p)
     }
 
     /// Mask of the pages of word `w` free in both bitmaps.
     fn both_free(&self, w: usize) -> usize {
         match (self.primary.get(w), self.secondary.get(w)) {
-            (Some(p), Some(s)) => !p & !s & self.valid_mask_in(w),
+            (Some(p), Some(s)) => !p & !s,
             _ => 0,
         }
     }
@@ -1028,6 +1235,19 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             }
         }
         self.update_avail_levels(w, set);
+    }
+
+    /// [`Self::update_avail`] after pages of bitmap word `w` became free in
+    /// both bitmaps.
+    #[inline]
+    fn set_avail(&mut self, w: usize) {
+        let bit = 1usize << (w % BITS);
+        if let Some(&word) = self.summary.get(self.level_off[0] + w / BITS) {
+            if word & bit != 0 {
+                return;
+            }
+        }
+        self.update_avail_levels(w, true);
     }
 
     /// The rest of [`Self::update_avail`]: sets bit `w` of level 0 to
@@ -1084,18 +1304,12 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         }
     }
 
-    /// Brings the summaries up to date after a change to the primary bits
-    /// of bitmap words `first..=last`.
-    ///
-    /// The availability bitset is updated at once, the tree is left stale
-    /// over the changed leaves while that stays cheap to catch up on.
-    #[inline]
-    fn refresh(&mut self, first: usize, last: usize) {
-        if first == last {
-            self.update_avail(first);
-        } else {
-            self.update_avail_words(first, last);
-        }
+    /// Brings the tree up to date after a change to the primary bits of
+    /// bitmap words `first..=last`, or rather leaves it stale over them
+    /// while that stays cheap to catch up on (see [`AreaMap::stale_lo`]).
+    /// The availability bitset is its callers' business.
+    #[inline(always)]
+    fn mark_stale(&mut self, first: usize, last: usize) {
         // An empty stale range is `usize::MAX..=0`: the union is the new one.
         let (lo, hi) = (self.stale_lo.min(first), self.stale_hi.max(last));
         if hi - lo < STALE_SPAN {
@@ -1106,8 +1320,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         self.refresh_far(first, last);
     }
 
-    /// [`Self::update_avail`] for words `first..=last`, out of line to keep
-    /// the single-word case short.
+    /// [`Self::update_avail`] for words `first..=last`, after a claim of
+    /// more than a word (out of line: rare).
     #[inline(never)]
     fn update_avail_words(&mut self, first: usize, last: usize) {
         for w in first..=last {
@@ -1115,7 +1329,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         }
     }
 
-    /// The rest of [`Self::refresh`] when the changed words are too far
+    /// The rest of [`Self::mark_stale`] when the changed words are too far
     /// from the stale range: brings that up to date and starts a new one, or
     /// updates the tree at once for a long range.
     #[inline(never)]
@@ -1308,34 +1522,59 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Returns the lowest page `s >= from` such that pages `s..s + k` are
     /// all free of primary owners; `k` must be at least 1.
     ///
-    /// Scans the word of `from` and, for a window of at most [`HINTS`]
-    /// pages, the next [`LINEAR_WORDS`] words, before it brings the tree up
-    /// to date and searches it.
+    /// Scans the word of `from`, and for a window of at most [`HINTS`]
+    /// pages the next [`LINEAR_WORDS`] words too (see
+    /// [`Self::find_small`]), before it brings the tree up to date and
+    /// searches it.
     fn find(&mut self, from: usize, k: usize) -> Option<usize> {
+        if k <= HINTS {
+            return self.find_small(from, k);
+        }
         if from >= self.nr_pages || k > self.nr_pages - from {
             return None;
         }
-        let mut w = from / BITS;
+        let w = from / BITS;
         let f = self.leaf_free(w) & (usize::MAX << (from % BITS));
-        let mut pos = w * BITS;
-        let mut carry = match scan_word(f, pos, 0, k) {
-            Scan::Found(s) => return Some(s),
-            Scan::Carry(c) => c,
-        };
-        if k <= HINTS {
-            for _ in 0..LINEAR_WORDS {
-                if w + 1 >= self.nr_words {
-                    return None;
-                }
-                w += 1;
-                pos += BITS;
-                match scan_word(self.leaf_free(w), pos, carry, k) {
-                    Scan::Found(s) => return Some(s),
-                    Scan::Carry(c) => carry = c,
-                }
-            }
+        match scan_word(f, w * BITS, 0, k) {
+            Scan::Found(s) => Some(s),
+            Scan::Carry(carry) => self.find_in_tree(w, carry, k),
         }
-        self.find_in_tree(w, carry, k)
+    }
+
+    /// [`Self::find`] for `1 <= k <= HINTS`, which mostly finds its window
+    /// in the first words it looks at: each word is searched whole with
+    /// [`window_starts`], without a loop over its runs.
+    #[inline(always)]
+    fn find_small(&mut self, from: usize, k: usize) -> Option<usize> {
+        // Past the area, `leaf_free()` is 0: no window, and the loop ends
+        // at the last word.
+        let mut w = from / BITS;
+        let mut f = self.leaf_free(w) & (usize::MAX << (from % BITS));
+        let mut g = window_starts(f, k);
+        let mut words = 0;
+        loop {
+            if g != 0 {
+                return Some(w * BITS + g.trailing_zeros() as usize);
+            }
+            // `f` is not all ones, or it would hold a window: only the run
+            // at its end carries over.
+            let carry = f.leading_ones() as usize;
+            if words == LINEAR_WORDS {
+                return self.find_in_tree(w, carry, k);
+            }
+            words += 1;
+            w += 1;
+            if w >= self.nr_words {
+                return None;
+            }
+            f = self.leaf_free(w);
+            // A window that starts in the word before comes first; it can
+            // only start in the run of `carry` pages.
+            if carry + f.trailing_ones() as usize >= k {
+                return Some(w * BITS - carry);
+            }
+            g = window_starts(f, k);
+        }
     }
 
     /// The rest of [`Self::find`], out of line to keep the common case
@@ -1344,6 +1583,12 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     #[inline(never)]
     fn find_in_tree(&mut self, w: usize, mut carry: usize, k: usize) -> Option<usize> {
         self.flush();
+        // A request larger than any free run, as large ones in a fragmented
+        // area often are, fails at the root rather than after a walk along
+        // the whole area.
+        if self.runs(1).max < k {
+            return None;
+        }
         // Visit the maximal subtrees right of leaf `w`, left to right: each
         // is the next node, raised while it is a left child.
         let (mut i, mut len, mut pos) = (w + self.leaves, BITS, w * BITS);

@@ -578,6 +578,145 @@ fn hints_see_windows_a_release_completes() {
     same(&m, &model);
 }
 
+/// A map and its model with every page allocated.
+fn full(n: usize) -> (Map, Model) {
+    let (mut m, mut model) = (map(n), Model::new(n));
+    assert_eq!(m.alloc_primary(n, 0), model.alloc(n, 0));
+    (m, model)
+}
+
+/// Releases `start..start + count` from both, which must agree.
+fn release_both(m: &mut Map, model: &mut Model, start: usize, count: usize) {
+    assert_eq!(
+        m.release_primary(start, count),
+        model.release(start, count),
+        "release {start}+{count}"
+    );
+}
+
+#[test]
+fn small_windows_at_every_offset() {
+    // Small unaligned requests search whole words from their hint.  Put a
+    // hole of `len` pages at every page of an area of four words, the last
+    // one partial, with a hole one page too short just below it, and
+    // sometimes a page free at 0 that drags the hints down, so that the
+    // search crosses the words one by one and then turns to the tree.  The
+    // windows lie inside words, end at a word's last page, straddle two
+    // words, or run into the end of the area, where the padding bits must
+    // not count as free.
+    let n = 3 * BITS + 5;
+    for k in 1..=8 {
+        for p in 0..n {
+            for len in [k - 1, k, k + 1] {
+                for far in [false, true] {
+                    if len == 0 || p + len > n {
+                        continue;
+                    }
+                    let (mut m, mut model) = full(n);
+                    release_both(&mut m, &mut model, p, len);
+                    if k > 1 && p >= k {
+                        release_both(&mut m, &mut model, p - k, k - 1);
+                    }
+                    if far && p > k + 1 {
+                        release_both(&mut m, &mut model, 0, 1);
+                    }
+                    let want = model.alloc(k, 0);
+                    assert_eq!(m.alloc_primary(k, 0), want, "k {k} hole {p}+{len}");
+                    // And again, from the hint the first search left.
+                    let want = model.alloc(k, 0);
+                    assert_eq!(m.alloc_primary(k, 0), want, "k {k} hole {p}+{len}");
+                    same(&m, &model);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn short_ranges_at_every_offset() {
+    // Ranges of at most BITS pages are claimed and freed by code that
+    // handles one or two words alike.  Free, lend in, claim and release
+    // such ranges at every offset, ending inside a word, at its last page
+    // or in the next word, with the lent or releasing pages in the first
+    // or the second word.
+    let n = 3 * BITS + 5;
+    for s in 0..n {
+        let to_end = BITS - s % BITS;
+        for count in [1, 2, 7, to_end - 1, to_end, to_end + 1, BITS - 1, BITS] {
+            if count == 0 || s + count > n {
+                continue;
+            }
+            let (mut m, mut model) = full(n);
+            // The range is all that is free; lend its first page.
+            release_both(&mut m, &mut model, s, 1);
+            assert_eq!(m.lend_secondary(), model.lend());
+            if count > 1 {
+                release_both(&mut m, &mut model, s + 1, count - 1);
+            }
+            same(&m, &model);
+            // First fit claims it back, lent page included.
+            assert_eq!(m.alloc_primary(count, 0), model.alloc(count, 0));
+            same(&m, &model);
+            // Lent: the release is refused, unless a page of the range is
+            // not allocated, which takes precedence.
+            release_both(&mut m, &mut model, s, count);
+            if count > 1 {
+                release_both(&mut m, &mut model, s + count - 1, 1);
+                release_both(&mut m, &mut model, s, count);
+                assert_eq!(m.alloc_primary(1, 0).map(|a| a.start), Ok(s + count - 1));
+                model.alloc(1, 0).unwrap();
+            }
+            assert_eq!(m.finish_discard(s, count), model.finish_discard(s, count));
+            // Releasing pages in the first word only (all of them there),
+            // then in the second: the release counts them, no more.
+            let first = to_end.min(count);
+            assert_eq!(m.begin_release(s, first), model.begin_release(s, first));
+            release_both(&mut m, &mut model, s, count);
+            same(&m, &model);
+            assert_eq!(m.alloc_primary(count, 0), model.alloc(count, 0));
+            let half = count / 2;
+            assert_eq!(
+                m.begin_release(s + half, count - half),
+                model.begin_release(s + half, count - half)
+            );
+            release_both(&mut m, &mut model, s, count);
+            same(&m, &model);
+            // Lend its last page this time, then claim and release it whole.
+            assert_eq!(m.lend_secondary(), model.lend());
+            assert_eq!(m.alloc_primary(count, 0), model.alloc(count, 0));
+            assert_eq!(m.finish_discard(s, count), model.finish_discard(s, count));
+            assert_eq!(m.begin_release(s, count), model.begin_release(s, count));
+            release_both(&mut m, &mut model, s, count);
+            same(&m, &model);
+        }
+    }
+}
+
+#[test]
+fn padding_past_the_end_is_never_free() {
+    // The bits past the last page are set in the primary bitmap: they
+    // must never make a window, be lent, or count as used.
+    for n in [1, 3, BITS - 1, BITS + 1, 2 * BITS + 3] {
+        let (mut m, mut model) = full(n);
+        assert_eq!(m.primary_used(), n);
+        let tail = n.min(3);
+        release_both(&mut m, &mut model, n - tail, tail);
+        assert_eq!(m.largest_primary_run(), tail);
+        assert_eq!(m.alloc_primary(tail + 1, 0).err(), Some(ENOMEM));
+        assert!(!m.is_primary(n));
+        for _ in 0..tail {
+            let p = m.lend_secondary().unwrap();
+            assert!(p < n && p >= n - tail);
+        }
+        assert_eq!(m.lend_secondary().err(), Some(ENOMEM));
+        assert_eq!(m.free(), 0);
+        let a = m.alloc_primary(tail, 0).unwrap();
+        assert_eq!((a.start, a.lent), (n - tail, tail));
+        assert_eq!(m.alloc_primary(1, 0).err(), Some(ENOMEM));
+        m.check_invariants().unwrap();
+    }
+}
+
 #[test]
 fn stale_tree_is_caught_up_before_use() {
     let n = 64 * BITS;
