@@ -29,7 +29,7 @@ kernel::static_assert!(core::mem::size_of::<CacheAligned<AtomicUsize>>() == CACH
 /// The value of a lock word nobody holds.
 const FREE: usize = 0;
 
-/// One lock word per possible NUMA node.
+/// One lock word per possible NUMA node, in an allocation of its own.
 ///
 /// A word holds [`FREE`] or the non-zero token of the updater that won it.
 ///
@@ -52,10 +52,78 @@ impl NodeLocks {
         Ok(Self { words })
     }
 
-    fn word(&self, node: NodeId) -> &AtomicUsize {
-        // By the type invariants of `NodeLocks` and `NodeId`, the index is in
-        // bounds; indexing cannot panic.
-        &self.words[node.index()].0
+    /// Returns the words as an update sees them.
+    pub fn words(&self) -> NodeWords<'_> {
+        // INVARIANT: one word per possible node (type invariant).
+        NodeWords(&self.words)
+    }
+
+    /// Tries to take `node`'s word for `token`; see [`NodeWords::try_lock`].
+    pub fn try_lock(&self, node: NodeId, token: usize) -> Result {
+        self.words().try_lock(node, token)
+    }
+
+    /// Releases `node`'s word held by `token`; see [`NodeWords::unlock`].
+    pub fn unlock(&self, node: NodeId, token: usize) -> Result {
+        self.words().unlock(node, token)
+    }
+
+    /// Returns the token holding `node`'s word, if any.
+    pub fn holder(&self, node: NodeId) -> Option<usize> {
+        self.words().holder(node)
+    }
+
+    /// Returns the number of words, i.e. `nr_node_ids` at creation.
+    pub fn len(&self) -> usize {
+        self.words.len()
+    }
+
+    /// Returns whether there are no words (never true on a booted system).
+    pub fn is_empty(&self) -> bool {
+        self.words.is_empty()
+    }
+
+    /// Returns the address of `node`'s word, for layout checks.
+    pub fn word_addr(&self, node: NodeId) -> usize {
+        self.words().word_addr(node)
+    }
+}
+
+/// Allocates the words of `slots` lock slots in one array, slot after
+/// slot, `nr_node_ids` words each: [`NodeWords::of_slot`] hands out a
+/// slot's words.
+pub(crate) fn alloc_slot_words(slots: usize, flags: Flags) -> Result<KVec<CacheAligned<AtomicUsize>>> {
+    let n = slots.checked_mul(numa::nr_node_ids()).ok_or(EINVAL)?;
+    let mut words = KVec::with_capacity(n, flags)?;
+    for _ in 0..n {
+        words.push(CacheAligned(AtomicUsize::new(FREE)), flags)?;
+    }
+    Ok(words)
+}
+
+/// The per-node words of one item (or lock slot), borrowed: one word per
+/// possible node, each on its own cache line.
+///
+/// # Invariants
+///
+/// `self.0.len() == numa::nr_node_ids()`.
+#[derive(Clone, Copy)]
+pub struct NodeWords<'a>(&'a [CacheAligned<AtomicUsize>]);
+
+impl<'a> NodeWords<'a> {
+    /// Returns the words of slot `slot` of an array from
+    /// [`alloc_slot_words`]; `slot` is below the slot count the array was
+    /// allocated for (indexing would panic otherwise).
+    pub(crate) fn of_slot(words: &'a [CacheAligned<AtomicUsize>], slot: usize) -> Self {
+        let n = numa::nr_node_ids();
+        // INVARIANT: `nr_node_ids` words.
+        NodeWords(&words[slot * n..(slot + 1) * n])
+    }
+
+    fn word(&self, node: NodeId) -> &'a AtomicUsize {
+        // By the type invariants of `NodeWords` and `NodeId`, the index is
+        // in bounds; indexing cannot panic.
+        &self.0[node.index()].0
     }
 
     /// Tries to take `node`'s word for the updater identified by `token`.
@@ -83,22 +151,24 @@ impl NodeLocks {
             .map_err(|_| EPERM)
     }
 
+    /// Releases `node`'s word, which `token` holds, with a release store
+    /// instead of [`NodeWords::unlock`]'s compare-and-exchange: the update
+    /// path, which took the word itself, needs no check, and an atomic
+    /// read-modify-write per item is what an uncontended update pays for.
+    /// Debug builds check the holder.
+    pub(crate) fn release_held(&self, node: NodeId, token: usize) {
+        let w = self.word(node);
+        debug_assert_eq!(w.load(Ordering::Relaxed), token);
+        let _ = token;
+        w.store(FREE, Ordering::Release);
+    }
+
     /// Returns the token holding `node`'s word, if any.
     pub fn holder(&self, node: NodeId) -> Option<usize> {
         match self.word(node).load(Ordering::Relaxed) {
             FREE => None,
             t => Some(t),
         }
-    }
-
-    /// Returns the number of words, i.e. `nr_node_ids` at creation.
-    pub fn len(&self) -> usize {
-        self.words.len()
-    }
-
-    /// Returns whether there are no words (never true on a booted system).
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
     }
 
     /// Returns a pointer to `node`'s word, for the RTM transaction of
@@ -110,5 +180,15 @@ impl NodeLocks {
     /// Returns the address of `node`'s word, for layout checks.
     pub fn word_addr(&self, node: NodeId) -> usize {
         self.word(node) as *const AtomicUsize as usize
+    }
+
+    /// Returns the number of words, `nr_node_ids`.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Returns whether there are no words (never true on a booted system).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }

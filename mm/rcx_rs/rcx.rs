@@ -52,7 +52,7 @@ use kernel::{
     types::Opaque,
 };
 
-use node_lock::{CacheAligned, NodeLocks};
+use node_lock::{CacheAligned, NodeLocks, NodeWords};
 
 pub mod baseline;
 pub mod hash;
@@ -99,8 +99,9 @@ const HTM_CONFLICT: u32 = 1 << 2;
 pub const MAX_ITEMS: usize = 3;
 
 /// Lock slots of an update side (a power of two).  An update holds at
-/// most [`MAX_ITEMS`] slots, so with four updaters the chance that two of
-/// them meet on a slot without sharing an item stays near 12 in 512.
+/// most [`MAX_ITEMS`] slots, so with four updaters an update meets one of
+/// the nine slots the others hold, without sharing an item, about once in
+/// twenty.
 pub const LOCK_SLOTS: usize = 512;
 
 kernel::static_assert!(LOCK_SLOTS.is_power_of_two());
@@ -201,9 +202,10 @@ impl Drop for GlobalGuard<'_> {
     }
 }
 
-/// One lock slot: one lock word per node (each on its own cache line) and
-/// the global lock (on its own line).  The lock slots of an [`Rcx`] are
-/// `Header`s; tests build their own.
+/// The lock state of one item on its own: one lock word per node (each on
+/// its own cache line) and the global lock (on its own line).  An [`Rcx`]
+/// keeps the same state for its slots in two packed arrays; tests build
+/// `Header`s to name in updates of their own.
 pub struct Header {
     locks: NodeLocks,
     global: CacheAligned<GlobalLock>,
@@ -232,7 +234,7 @@ impl Header {
     /// Returns the view [`Rcx::attempt`] takes.
     pub(crate) fn as_ref(&self) -> HeaderRef<'_> {
         HeaderRef {
-            locks: &self.locks,
+            locks: self.locks.words(),
             global: &self.global.0,
         }
     }
@@ -252,7 +254,7 @@ impl Header {
 /// words and the global lock of its lock slot.
 #[derive(Clone, Copy)]
 pub(crate) struct HeaderRef<'a> {
-    pub(crate) locks: &'a NodeLocks,
+    pub(crate) locks: NodeWords<'a>,
     pub(crate) global: &'a GlobalLock,
 }
 
@@ -318,12 +320,20 @@ pub(crate) enum Attempt {
 ///
 /// # Invariants
 ///
-/// `slots` holds a power of two of headers, each initialised by
-/// [`Header::init`] at its address in the vector's buffer, and the vector
-/// never grows (its buffer, and so every lock, never moves).
+/// `globals` holds a power of two of locks, one per slot, each initialised
+/// by [`GlobalLock::init`] at its address in the vector's buffer, and the
+/// vector never grows (its buffer, and so every lock, never moves).
+/// `words` holds `nr_node_ids` node words per slot, from
+/// [`node_lock::alloc_slot_words`].
+///
+/// The slots' locks and words are two arrays of their own, not a lock
+/// state per slot allocated apart: an update touches two or three slots
+/// at random, and packed arrays keep those touches on few pages (under
+/// QEMU's TCG a page missing from the software TLB costs a page walk).
 pub struct Rcx {
     path: Path,
-    slots: KVec<Header>,
+    globals: KVec<CacheAligned<GlobalLock>>,
+    words: KVec<CacheAligned<core::sync::atomic::AtomicUsize>>,
     conflict: AtomicU64,
     other: AtomicU64,
     explicit: AtomicU64,
@@ -370,20 +380,23 @@ impl Rcx {
             Mode::Auto | Mode::Fallback => Path::Fallback,
             Mode::Emulated { abort_one_in } => Path::Emulated(abort_one_in),
         };
-        let mut slots = KVec::with_capacity(nr_slots, GFP_KERNEL)?;
+        let mut globals = KVec::with_capacity(nr_slots, GFP_KERNEL)?;
         for _ in 0..nr_slots {
             // Within the capacity: the buffer does not move.
-            slots.push(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+            globals.push(CacheAligned(GlobalLock::uninit()), GFP_KERNEL)?;
         }
-        for slot in slots.iter() {
-            // SAFETY: every header is at its final address (the vector is
+        for g in globals.iter() {
+            // SAFETY: every lock is at its final address (the vector is
             // full and never grows again) and nobody has seen it yet.
-            unsafe { slot.init() };
+            unsafe { g.0.init() };
         }
-        // INVARIANT: a power of two of headers, initialised in place.
+        let words = node_lock::alloc_slot_words(nr_slots, GFP_KERNEL)?;
+        // INVARIANT: a power of two of locks, initialised in place, and
+        // the words of as many slots.
         Ok(Self {
             path,
-            slots,
+            globals,
+            words,
             conflict: AtomicU64::new(0),
             other: AtomicU64::new(0),
             explicit: AtomicU64::new(0),
@@ -399,8 +412,13 @@ impl Rcx {
         // Fibonacci hashing of the address without its low bits, which
         // the allocator's alignment makes equal for every item.
         let h = ((item as usize as u64 >> 4).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 32) as usize;
-        // The length is a power of two (invariants): the index is in bounds.
-        self.slots[h & (self.slots.len() - 1)].as_ref()
+        // The slot count is a power of two (invariants): the index is in
+        // bounds of both arrays.
+        let i = h & (self.globals.len() - 1);
+        HeaderRef {
+            locks: NodeWords::of_slot(&self.words, i),
+            global: &self.globals[i].0,
+        }
     }
 
     /// Returns the name of the phase-1 path: `htm`, `fallback` or `emulated`.
@@ -593,7 +611,7 @@ impl Rcx {
             update()
         };
         for h in hdrs {
-            let _ = h.locks.unlock(node, token);
+            h.locks.release_held(node, token);
         }
         if done {
             Attempt::Done

@@ -163,6 +163,9 @@ def main():
     ap.add_argument("--stack-words", type=int, default=64,
                     help="stack words scanned for callers (0: none)")
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--under", action="append", default=[], metavar="REGEX",
+                    help="also profile the samples with a function matching "
+                         "REGEX on the stack, apart (repeatable)")
     args = ap.parse_args()
 
     syms = Symbols(args.vmlinux)
@@ -176,13 +179,14 @@ def main():
 
     self_hits = collections.Counter()
     incl_hits = collections.Counter()
+    unders = [(re.compile(u), u, collections.Counter()) for u in args.under]
     samples = 0
     t_end = time.monotonic() + args.duration
     last_check = 0.0
     while time.monotonic() < t_end:
         time.sleep(args.interval)
         try:
-            samples += sample(stub, syms, args.stack_words, self_hits, incl_hits)
+            samples += sample(stub, syms, args.stack_words, self_hits, incl_hits, unders)
         except (EOFError, OSError):
             break    # the guest has shut down
         if stop_pat and time.monotonic() - last_check > 1.0:
@@ -190,9 +194,14 @@ def main():
             if wait_for(args.log, args.stop, 0.01):
                 break
     report(samples, self_hits, incl_hits, args.top)
+    for _, text, hits in unders:
+        n = sum(hits.values())
+        print("\nself, of the %d samples with /%s/ on the stack:" % (n, text))
+        for name, c in hits.most_common(args.top):
+            print("  %5.1f%%  %s" % (100.0 * c / n, short(name)))
 
 
-def sample(stub, syms, stack_words, self_hits, incl_hits):
+def sample(stub, syms, stack_words, self_hits, incl_hits, unders=()):
     """Stops the guest, samples every vCPU, resumes; returns the count."""
     n = 0
     stub.interrupt()
@@ -215,6 +224,9 @@ def sample(stub, syms, stack_words, self_hits, incl_hits):
                         seen.add(caller)
         for f in seen:
             incl_hits[f] += 1
+        for pat, _, hits in unders:
+            if any(pat.search(f) for f in seen):
+                hits[name] += 1
         n += 1
     stub.send("c", reply=False)
     return n
