@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Writer benchmark: the writer of the kernel's isolated-VM benchmark
+//! (`samples/rust/rust_bonsai_bench.rs`) on the host, split into the
+//! parts an update costs, so that each part's share can be measured (by
+//! time, or by instruction counts under callgrind).
+//!
+//! The tree holds [`NR_RANGES`] page-sized ranges in the even slots,
+//! inserted in random order; every operation pair inserts a range into a
+//! random odd slot and removes it again, as the kernel's writer does.
+//!
+//! Variants ([`Variant`]), each adding one part to the one before:
+//!
+//! * `tree`: [`Writer::insert`] and [`Writer::remove`] alone.  Nodes are
+//!   put in the reserve, and retired ones freed, outside the timed
+//!   stretches.
+//! * `bound`: plus the two [`Tree::reserve_bound`] calls that
+//!   `RangeTree::update` makes per update.
+//! * `alloc`: plus the reserve top-up, one heap allocation per node used.
+//! * `free`: plus freeing the retired nodes, in batches of
+//!   [`RETIRE_BATCH`] (the kernel frees them from an RCU callback).
+//! * `kernel`: the protocol of `RangeTree::update` in
+//!   `mm/bonsai_rs/bonsai.rs`, step by step (top-up outside the lock from
+//!   the last section's hints, writer mutex, pending list handed off in
+//!   batches), with a `std` mutex and batches freed at once.
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use kernel::prelude::*;
+
+use crate::rng::Rng;
+use crate::tree::{NodeReserve, RetiredList, Tree, Writer};
+
+/// Ranges that stay in the tree, as in the kernel benchmark.
+pub const NR_RANGES: usize = 1000;
+/// Nodes retired before a batch is freed, as `bonsai::RETIRE_BATCH`.
+pub const RETIRE_BATCH: usize = 64;
+
+const PAGE: usize = 4096;
+const BASE: usize = 0x1_0000_0000;
+const STRIDE: usize = 16 * PAGE;
+const LEN: usize = 4 * PAGE;
+/// Operation pairs between two pauses of the variants short of `kernel`,
+/// where the reserve is refilled (unless the variant allocates) and the
+/// retired nodes are freed (unless the variant frees them).
+const CHUNK: usize = 512;
+
+fn slot_start(slot: usize) -> usize {
+    BASE + slot * STRIDE
+}
+
+/// What a run includes; see the module documentation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Variant {
+    /// The tree algorithm only.
+    Tree,
+    /// Plus the reserve bound, computed twice per update.
+    Bound,
+    /// Plus one heap allocation per node taken from the reserve.
+    Alloc,
+    /// Plus freeing retired nodes in batches.
+    Free,
+    /// The kernel wrapper's protocol.
+    Kernel,
+}
+
+impl Variant {
+    /// Every variant, in table order.
+    pub const ALL: [Variant; 5] = [
+        Variant::Tree,
+        Variant::Bound,
+        Variant::Alloc,
+        Variant::Free,
+        Variant::Kernel,
+    ];
+
+    /// The variant's name in the table.
+    pub fn name(self) -> &'static str {
+        match self {
+            Variant::Tree => "tree",
+            Variant::Bound => "bound",
+            Variant::Alloc => "alloc",
+            Variant::Free => "free",
+            Variant::Kernel => "kernel",
+        }
+    }
+
+    /// The variant called `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
+/// A tree filled with the permanent ranges, and the writer's state.
+struct Bench {
+    tree: Tree<usize>,
+    reserve: NodeReserve<usize>,
+    retired: RetiredList<usize>,
+    rng: Rng,
+}
+
+impl Bench {
+    fn new(seed: u64) -> Self {
+        let mut b = Self {
+            tree: Tree::new(),
+            reserve: NodeReserve::new(),
+            retired: RetiredList::new(),
+            rng: Rng::new(seed),
+        };
+        let mut order: Vec<usize> = (0..NR_RANGES).collect();
+        b.rng.shuffle(&mut order);
+        for k in order {
+            let slot = 2 * k;
+            b.reserve
+                .fill(b.tree.reserve_bound(), GFP_KERNEL)
+                .expect("host allocation");
+            b.writer()
+                .insert(slot_start(slot), slot_start(slot) + LEN, slot + 1)
+                .expect("permanent ranges do not overlap");
+        }
+        b.free_retired();
+        b
+    }
+
+    fn writer(&mut self) -> Writer<'_, usize> {
+        // SAFETY: `&mut self` makes this the only writer of `self.tree`.
+        unsafe { self.tree.writer(&mut self.reserve, &mut self.retired) }
+    }
+
+    fn free_retired(&mut self) {
+        let list = core::mem::take(&mut self.retired);
+        // SAFETY: the benchmark has no reader: nobody can hold a node.
+        unsafe { list.free() };
+    }
+
+    fn next_slot(&mut self) -> usize {
+        2 * self.rng.below(NR_RANGES as u64) as usize + 1
+    }
+
+    /// `pairs` operation pairs with the parts `v` includes; returns the
+    /// nanoseconds spent in them (pauses between chunks left out).
+    fn run_parts(&mut self, pairs: usize, v: Variant) -> u128 {
+        let bound = v != Variant::Tree;
+        let alloc = matches!(v, Variant::Alloc | Variant::Free);
+        let free = v == Variant::Free;
+        let mut ns = 0;
+        let mut done = 0;
+        while done < pairs {
+            let n = CHUNK.min(pairs - done);
+            if !alloc {
+                // An insert takes a leaf and two nodes per rotation (rarely
+                // more than one); a remove one per level it copies.
+                let want = self.tree.reserve_bound() + 8 * n;
+                self.reserve
+                    .fill(want, GFP_KERNEL)
+                    .expect("host allocation");
+            }
+            let t0 = Instant::now();
+            for _ in 0..n {
+                let slot = self.next_slot();
+                let start = slot_start(slot);
+                self.update(bound, alloc, free, |w| {
+                    w.insert(start, start + LEN, slot + 1)
+                        .expect("insert into a free slot")
+                });
+                self.update(bound, alloc, free, |w| {
+                    w.remove(start).expect("remove what was inserted")
+                });
+            }
+            ns += t0.elapsed().as_nanos();
+            self.free_retired();
+            done += n;
+        }
+        ns
+    }
+
+    /// One update, with the parts asked for.
+    #[inline]
+    fn update(
+        &mut self,
+        bound: bool,
+        alloc: bool,
+        free: bool,
+        f: impl FnOnce(&mut Writer<'_, usize>),
+    ) {
+        if bound {
+            // `RangeTree::update` computes the bound before and under the
+            // lock.
+            let want = black_box(self.tree.reserve_bound());
+            let _ = black_box(self.tree.reserve_bound());
+            if alloc {
+                self.reserve
+                    .fill(want, GFP_KERNEL)
+                    .expect("host allocation");
+            }
+        }
+        f(&mut self.writer());
+        if free && self.retired.len() >= RETIRE_BATCH {
+            self.free_retired();
+        }
+    }
+}
+
+/// Mirror of `RangeTree` in `mm/bonsai_rs/bonsai.rs`: what its writer
+/// mutex protects, and the hints published for the next top-up.
+struct KernelLike {
+    bench: Bench,
+    state: Mutex<KernelState>,
+    reserve_hint: AtomicUsize,
+    pending_hint: AtomicUsize,
+    /// Keep retired batches (in `kept`) instead of freeing them.
+    keep_retired: bool,
+    kept: Mutex<RetiredList<usize>>,
+}
+
+struct KernelState {
+    reserve: NodeReserve<usize>,
+    pending: RetiredList<usize>,
+    /// Stands in for the spare `RetireBatch` box: one allocation per batch.
+    spare: Option<Box<RetiredList<usize>>>,
+}
+
+impl KernelLike {
+    fn new(seed: u64) -> Self {
+        let mut bench = Bench::new(seed);
+        let reserve = core::mem::take(&mut bench.reserve);
+        Self {
+            bench,
+            state: Mutex::new(KernelState {
+                reserve,
+                pending: RetiredList::new(),
+                spare: None,
+            }),
+            reserve_hint: AtomicUsize::new(0),
+            pending_hint: AtomicUsize::new(0),
+            keep_retired: false,
+            kept: Mutex::new(RetiredList::new()),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Writer<'_, usize>)) {
+        let tree = &self.bench.tree;
+        let mut local = NodeReserve::new();
+        let mut spare = None;
+        loop {
+            let want = tree.reserve_bound();
+            let have = self.reserve_hint.load(Ordering::Relaxed);
+            local
+                .fill(want.saturating_sub(have), GFP_KERNEL)
+                .expect("host allocation");
+            let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &mut *guard;
+            if spare.is_none() && st.spare.is_none() {
+                spare = Some(Box::new(RetiredList::new()));
+            }
+            st.reserve.append(&mut local);
+            if st.spare.is_none() {
+                st.spare = spare.take();
+            }
+            if st.reserve.len() < tree.reserve_bound() || st.spare.is_none() {
+                self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
+                continue;
+            }
+            {
+                // SAFETY: the mutex stands for the writer lock; it is held
+                // until the writer, scoped to this block, is dropped.
+                let mut w = unsafe { tree.writer(&mut st.reserve, &mut st.pending) };
+                f(&mut w);
+            }
+            let batch = if st.pending.len() >= RETIRE_BATCH {
+                st.spare.take().map(|mut b| {
+                    b.append(&mut st.pending);
+                    b
+                })
+            } else {
+                None
+            };
+            self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
+            self.pending_hint.store(st.pending.len(), Ordering::Relaxed);
+            drop(guard);
+            if let Some(mut b) = batch {
+                if self.keep_retired {
+                    let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+                    kept.append(&mut b);
+                } else {
+                    let list = core::mem::take(&mut *b);
+                    // SAFETY: without `keep_retired` the benchmark has no
+                    // reader.
+                    unsafe { list.free() };
+                }
+            }
+            return;
+        }
+    }
+
+    fn run(&mut self, pairs: usize) -> u128 {
+        let t0 = Instant::now();
+        for _ in 0..pairs {
+            let slot = self.bench.next_slot();
+            let start = slot_start(slot);
+            self.update(|w| {
+                w.insert(start, start + LEN, slot + 1)
+                    .expect("insert into a free slot")
+            });
+            self.update(|w| w.remove(start).expect("remove"));
+        }
+        t0.elapsed().as_nanos()
+    }
+}
+
+impl Drop for KernelLike {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        let mut list = core::mem::take(&mut st.pending);
+        list.append(self.kept.get_mut().unwrap_or_else(|e| e.into_inner()));
+        // SAFETY: `&mut self`: the reader of `reader_rate` has ended.
+        unsafe { list.free() };
+    }
+}
+
+/// Runs `pairs` operation pairs of `variant` on a fresh tree; returns the
+/// nanoseconds per operation (an insert or a remove).
+pub fn run(variant: Variant, pairs: usize, seed: u64) -> f64 {
+    let ns = match variant {
+        Variant::Tree | Variant::Bound | Variant::Alloc | Variant::Free => {
+            Bench::new(seed).run_parts(pairs, variant)
+        }
+        Variant::Kernel => KernelLike::new(seed).run(pairs),
+    };
+    ns as f64 / (2 * pairs.max(1)) as f64
+}
+
+/// Lookups per second of one reader while the writer of [`run`]'s
+/// `kernel` variant works (`busy`) or spins idle, for [`lookup_ratio`].
+fn reader_rate(busy: bool, ms: u64, seed: u64) -> f64 {
+    use std::sync::atomic::{AtomicBool, AtomicU64};
+    use std::time::Duration;
+
+    let mut k = KernelLike::new(seed);
+    // Nodes retired during the cell are freed after it, once the reader
+    // is gone, so that no reclamation scheme of the host's interferes.
+    k.keep_retired = true;
+    let stop = AtomicBool::new(false);
+    let lookups = AtomicU64::new(0);
+    std::thread::scope(|s| {
+        let k = &k;
+        let (stop, lookups) = (&stop, &lookups);
+        s.spawn(move || {
+            let g = crate::host_rcu::NoReclaim;
+            let mut rng = Rng::new(seed ^ 0x5245_4144);
+            let (mut n, mut wrong) = (0u64, 0u64);
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..64 {
+                    let r = rng.next_u64();
+                    let slot = 2 * (((r & 0xffff_ffff) * NR_RANGES as u64) >> 32) as usize;
+                    let addr = slot_start(slot) + (r >> 32) as usize % LEN;
+                    let v = k.bench.tree.find(&g, addr).map_or(0, |e| *e.value);
+                    wrong += u64::from(v != slot + 1);
+                }
+                n += 64;
+            }
+            assert_eq!(wrong, 0, "a lookup missed a permanent range");
+            lookups.store(n, Ordering::Relaxed);
+        });
+        s.spawn(move || {
+            let mut rng = Rng::new(seed ^ 0x5752_4954);
+            while !stop.load(Ordering::Relaxed) {
+                if !busy {
+                    core::hint::spin_loop();
+                    continue;
+                }
+                let slot = 2 * rng.below(NR_RANGES as u64) as usize + 1;
+                let start = slot_start(slot);
+                k.update(|w| {
+                    w.insert(start, start + LEN, slot + 1)
+                        .expect("insert into a free slot")
+                });
+                k.update(|w| w.remove(start).expect("remove"));
+            }
+        });
+        let t0 = Instant::now();
+        std::thread::sleep(Duration::from_millis(ms));
+        stop.store(true, Ordering::Relaxed);
+        t0
+    });
+    let n = lookups.load(Ordering::Relaxed);
+    n as f64 * 1000.0 / ms as f64
+}
+
+/// Lookups per second of one reader next to an idle writer and next to
+/// a writer working all the time, `rounds` cells of `ms` milliseconds
+/// each, taking turns; returns the medians (idle, busy).
+pub fn lookup_ratio(ms: u64, rounds: usize) -> (f64, f64) {
+    let mut idle = Vec::new();
+    let mut busy = Vec::new();
+    for r in 0..rounds {
+        idle.push(reader_rate(false, ms, r as u64 + 1));
+        busy.push(reader_rate(true, ms, r as u64 + 1));
+    }
+    let median = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    (median(&mut idle), median(&mut busy))
+}
