@@ -84,6 +84,7 @@
 mod balance;
 mod check;
 mod node;
+mod stack;
 mod update;
 
 use core::marker::PhantomData;
@@ -229,10 +230,66 @@ fn bump(c: &AtomicUsize, n: usize) {
 /// place belongs behind a pointer that every copy shares.
 pub struct Tree<V: Copy> {
     root: AtomicPtr<Node<V>>,
-    len: AtomicUsize,
     params: BalanceParams,
-    counters: Counters,
+    hot: Hot,
     _owns: PhantomData<Node<V>>,
+}
+
+/// What every update of a [`Tree`] stores to.
+struct Hot {
+    len: AtomicUsize,
+    /// [`Tree::reserve_bound`] for the current length.
+    bound: AtomicUsize,
+    /// `bound` holds while `2 * len + 16` lies in `bound_lo..bound_hi`;
+    /// the writer computes it again when an update takes the length out.
+    bound_lo: AtomicUsize,
+    bound_hi: AtomicUsize,
+    counters: Counters,
+}
+
+impl Hot {
+    fn new(params: BalanceParams) -> Self {
+        let hot = Self {
+            len: AtomicUsize::new(0),
+            bound: AtomicUsize::new(0),
+            bound_lo: AtomicUsize::new(0),
+            bound_hi: AtomicUsize::new(0),
+            counters: Counters::default(),
+        };
+        hot.set_len(0, params);
+        hot
+    }
+
+    /// Records the length (only the writer, or the constructor, calls
+    /// this: no read-modify-write needed), and the reserve bound for it
+    /// when the last one does not hold any more.
+    fn set_len(&self, len: usize, params: BalanceParams) {
+        self.len.store(len, CounterOrdering::Relaxed);
+        let n = Self::bound_arg(len);
+        let get = |a: &AtomicUsize| a.load(CounterOrdering::Relaxed);
+        if get(&self.bound_lo) <= n && n < get(&self.bound_hi) {
+            return;
+        }
+        // Heights change at `m(h)`, a few dozen times between 1 and 10^8
+        // ranges: almost every update returns above.
+        let h = params.max_height(n, MAX_DEPTH);
+        let lo = params.min_nodes_of_height(h);
+        let hi = if h < MAX_DEPTH {
+            params.min_nodes_of_height(h + 1)
+        } else {
+            usize::MAX
+        };
+        let set = |a: &AtomicUsize, v| a.store(v, CounterOrdering::Relaxed);
+        set(&self.bound, 2 * h + 1);
+        set(&self.bound_lo, lo);
+        set(&self.bound_hi, hi);
+    }
+
+    /// What [`Tree::reserve_bound`] bounds the height of: a tree of twice
+    /// `len` nodes, plus 16.
+    fn bound_arg(len: usize) -> usize {
+        len.saturating_mul(2).saturating_add(16)
+    }
 }
 
 // SAFETY: the tree owns its nodes and values; sending it sends the values.
@@ -257,9 +314,8 @@ impl<V: Copy> Tree<V> {
     pub fn with_params(params: BalanceParams) -> Self {
         Self {
             root: node::null_link(),
-            len: AtomicUsize::new(0),
             params,
-            counters: Counters::default(),
+            hot: Hot::new(params),
             _owns: PhantomData,
         }
     }
@@ -271,7 +327,7 @@ impl<V: Copy> Tree<V> {
 
     /// Number of ranges (exact under the writer lock, a snapshot without).
     pub fn len(&self) -> usize {
-        self.len.load(CounterOrdering::Relaxed)
+        self.hot.len.load(CounterOrdering::Relaxed)
     }
 
     /// Whether the tree holds no range.
@@ -281,7 +337,7 @@ impl<V: Copy> Tree<V> {
 
     /// The update counters.
     pub fn stats(&self) -> Stats {
-        let c = &self.counters;
+        let c = &self.hot.counters;
         let get = |a: &AtomicUsize| a.load(CounterOrdering::Relaxed);
         Stats {
             allocated: get(&c.allocated),
@@ -299,9 +355,12 @@ impl<V: Copy> Tree<V> {
     /// `h` being the maximal height of a balanced tree of twice the
     /// current size plus 16 (slack for updates that may run between this
     /// call and taking the lock), capped at [`MAX_DEPTH`].
+    ///
+    /// Exact under the writer lock, a snapshot without (like
+    /// [`Tree::len`]).  Kept up to date by the writer, so asking costs a
+    /// load.
     pub fn reserve_bound(&self) -> usize {
-        let n = self.len().saturating_mul(2).saturating_add(16);
-        2 * self.params.max_height(n, MAX_DEPTH) + 1
+        self.hot.bound.load(CounterOrdering::Relaxed)
     }
 
     /// The range containing `addr`.
