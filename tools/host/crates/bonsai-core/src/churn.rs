@@ -96,6 +96,8 @@ impl Variant {
 
 /// A tree filled with the permanent ranges, and the writer's state.
 struct Bench {
+    /// Permanent ranges.
+    ranges: usize,
     tree: Tree<usize>,
     reserve: NodeReserve<usize>,
     retired: RetiredList<usize>,
@@ -103,14 +105,15 @@ struct Bench {
 }
 
 impl Bench {
-    fn new(seed: u64) -> Self {
+    fn new(seed: u64, ranges: usize) -> Self {
         let mut b = Self {
+            ranges,
             tree: Tree::new(),
             reserve: NodeReserve::new(),
             retired: RetiredList::new(),
             rng: Rng::new(seed),
         };
-        let mut order: Vec<usize> = (0..NR_RANGES).collect();
+        let mut order: Vec<usize> = (0..ranges).collect();
         b.rng.shuffle(&mut order);
         for k in order {
             let slot = 2 * k;
@@ -137,7 +140,7 @@ impl Bench {
     }
 
     fn next_slot(&mut self) -> usize {
-        2 * self.rng.below(NR_RANGES as u64) as usize + 1
+        2 * self.rng.below(self.ranges as u64) as usize + 1
     }
 
     /// `pairs` operation pairs with the parts `v` includes; returns the
@@ -224,8 +227,8 @@ struct KernelState {
 }
 
 impl KernelLike {
-    fn new(seed: u64) -> Self {
-        let mut bench = Bench::new(seed);
+    fn new(seed: u64, ranges: usize) -> Self {
+        let mut bench = Bench::new(seed, ranges);
         let reserve = core::mem::take(&mut bench.reserve);
         Self {
             bench,
@@ -326,53 +329,64 @@ impl Drop for KernelLike {
 pub fn run(variant: Variant, pairs: usize, seed: u64) -> f64 {
     let ns = match variant {
         Variant::Tree | Variant::Bound | Variant::Alloc | Variant::Free => {
-            Bench::new(seed).run_parts(pairs, variant)
+            Bench::new(seed, NR_RANGES).run_parts(pairs, variant)
         }
-        Variant::Kernel => KernelLike::new(seed).run(pairs),
+        Variant::Kernel => KernelLike::new(seed, NR_RANGES).run(pairs),
     };
     ns as f64 / (2 * pairs.max(1)) as f64
 }
 
-/// Lookups per second of one reader while the writer of [`run`]'s
-/// `kernel` variant works (`busy`) or spins idle, for [`lookup_ratio`].
-fn reader_rate(busy: bool, ms: u64, seed: u64) -> f64 {
+/// Lookups per second of one reader next to a writer that alternates
+/// between idling (spinning) and working all the time (the `kernel`
+/// variant's updates), in `phases` phases of `ms` milliseconds each,
+/// starting idle, on a tree of `ranges` permanent ranges.  Returns each
+/// phase's rate.
+///
+/// Short alternating phases in one run, rather than separate runs, so
+/// that slow drift in what the machine gives the threads (other jobs,
+/// frequency) hits both alike.
+pub fn reader_phases(phases: usize, ms: u64, ranges: usize, seed: u64) -> Vec<f64> {
     use std::sync::atomic::{AtomicBool, AtomicU64};
     use std::time::Duration;
 
-    let mut k = KernelLike::new(seed);
-    // Nodes retired during the cell are freed after it, once the reader
+    let mut k = KernelLike::new(seed, ranges);
+    // Nodes retired during the run are freed after it, once the reader
     // is gone, so that no reclamation scheme of the host's interferes.
     k.keep_retired = true;
     let stop = AtomicBool::new(false);
-    let lookups = AtomicU64::new(0);
+    let phase = AtomicU64::new(0);
+    let counts: Vec<AtomicU64> = (0..phases).map(|_| AtomicU64::new(0)).collect();
+    let mut lengths = Vec::with_capacity(phases);
     std::thread::scope(|s| {
         let k = &k;
-        let (stop, lookups) = (&stop, &lookups);
+        let (stop, phase, counts) = (&stop, &phase, &counts);
         s.spawn(move || {
             let g = crate::host_rcu::NoReclaim;
             let mut rng = Rng::new(seed ^ 0x5245_4144);
-            let (mut n, mut wrong) = (0u64, 0u64);
+            let mut wrong = 0u64;
             while !stop.load(Ordering::Relaxed) {
+                let p = phase.load(Ordering::Relaxed) as usize;
                 for _ in 0..64 {
                     let r = rng.next_u64();
-                    let slot = 2 * (((r & 0xffff_ffff) * NR_RANGES as u64) >> 32) as usize;
+                    let slot = 2 * (((r & 0xffff_ffff) * ranges as u64) >> 32) as usize;
                     let addr = slot_start(slot) + (r >> 32) as usize % LEN;
                     let v = k.bench.tree.find(&g, addr).map_or(0, |e| *e.value);
                     wrong += u64::from(v != slot + 1);
                 }
-                n += 64;
+                if let Some(c) = counts.get(p) {
+                    c.fetch_add(64, Ordering::Relaxed);
+                }
             }
             assert_eq!(wrong, 0, "a lookup missed a permanent range");
-            lookups.store(n, Ordering::Relaxed);
         });
         s.spawn(move || {
             let mut rng = Rng::new(seed ^ 0x5752_4954);
             while !stop.load(Ordering::Relaxed) {
-                if !busy {
+                if phase.load(Ordering::Relaxed) % 2 == 0 {
                     core::hint::spin_loop();
                     continue;
                 }
-                let slot = 2 * rng.below(NR_RANGES as u64) as usize + 1;
+                let slot = 2 * rng.below(ranges as u64) as usize + 1;
                 let start = slot_start(slot);
                 k.update(|w| {
                     w.insert(start, start + LEN, slot + 1)
@@ -381,28 +395,36 @@ fn reader_rate(busy: bool, ms: u64, seed: u64) -> f64 {
                 k.update(|w| w.remove(start).expect("remove"));
             }
         });
-        let t0 = Instant::now();
-        std::thread::sleep(Duration::from_millis(ms));
+        for p in 0..phases {
+            let t0 = Instant::now();
+            phase.store(p as u64, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(ms));
+            lengths.push(t0.elapsed().as_secs_f64());
+        }
+        phase.store(phases as u64, Ordering::Relaxed);
         stop.store(true, Ordering::Relaxed);
-        t0
     });
-    let n = lookups.load(Ordering::Relaxed);
-    n as f64 * 1000.0 / ms as f64
+    counts
+        .iter()
+        .zip(lengths)
+        .map(|(c, secs)| c.load(Ordering::Relaxed) as f64 / secs)
+        .collect()
 }
 
-/// Lookups per second of one reader next to an idle writer and next to
-/// a writer working all the time, `rounds` cells of `ms` milliseconds
-/// each, taking turns; returns the medians (idle, busy).
-pub fn lookup_ratio(ms: u64, rounds: usize) -> (f64, f64) {
-    let mut idle = Vec::new();
-    let mut busy = Vec::new();
-    for r in 0..rounds {
-        idle.push(reader_rate(false, ms, r as u64 + 1));
-        busy.push(reader_rate(true, ms, r as u64 + 1));
-    }
+/// The reader's lookup rate next to the working writer over its rate next
+/// to the idle one, from [`reader_phases`]: every busy phase against the
+/// mean of the idle phases around it; returns the median ratio and the
+/// median idle rate.
+pub fn lookup_ratio(pairs: usize, ms: u64, ranges: usize) -> (f64, f64) {
+    let rates = reader_phases(2 * pairs + 1, ms, ranges, 1);
+    let mut ratios: Vec<f64> = (1..rates.len() - 1)
+        .step_by(2)
+        .map(|b| rates[b] / ((rates[b - 1] + rates[b + 1]) / 2.0))
+        .collect();
+    let mut idle: Vec<f64> = rates.iter().step_by(2).copied().collect();
     let median = |v: &mut Vec<f64>| {
         v.sort_by(f64::total_cmp);
         v[v.len() / 2]
     };
-    (median(&mut idle), median(&mut busy))
+    (median(&mut ratios), median(&mut idle))
 }

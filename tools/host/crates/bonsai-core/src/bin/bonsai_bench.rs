@@ -12,9 +12,10 @@
 //!   operation, for the variants of `bonsai_core::churn`; the variants take
 //!   turns in every round, and the median round is reported with its ratio
 //!   to the first variant.
-//! * `bonsai-bench lookups [MS [ROUNDS]]` (default: 300 ms, 7 rounds):
-//!   lookups per second of one reader thread next to the `kernel` writer,
-//!   idle and working all the time, and their ratio (the kernel table's
+//! * `bonsai-bench lookups [PAIRS [MS [RANGES]]]` (default: 50 pairs of
+//!   20 ms phases, 1000 ranges): lookups per second of one reader thread next to the
+//!   `kernel` writer, which alternates between idling and working all the
+//!   time, and the median ratio of busy to idle (the kernel table's
 //!   "lookups at 100% duty / read-only").
 
 use bonsai_core::churn::{self, Variant};
@@ -63,17 +64,19 @@ fn churn_table(args: &[String]) {
 }
 
 fn lookup_table(args: &[String]) {
-    let ms = args.first().map_or(300, |a| a.parse().expect("MS"));
-    let rounds = args.get(1).map_or(7, |a| a.parse().expect("ROUNDS"));
-    let (idle, busy) = churn::lookup_ratio(ms, rounds);
+    let pairs = args.first().map_or(50, |a| a.parse().expect("PAIRS"));
+    let ms = args.get(1).map_or(20, |a| a.parse().expect("MS"));
+    let ranges = args
+        .get(2)
+        .map_or(churn::NR_RANGES, |a| a.parse().expect("RANGES"));
+    let (ratio, idle) = churn::lookup_ratio(pairs, ms, ranges);
     println!(
-        "lookups: 1 reader, {} ranges, median of {} rounds of {} ms: writer idle {:.0}/s, busy {:.0}/s, busy/idle {:.3}",
-        churn::NR_RANGES,
-        rounds,
+        "lookups: 1 reader, {} ranges, {} busy phases of {} ms between idle ones: {:.0} lookups/s next to the idle writer, busy/idle {:.3} (median)",
+        ranges,
+        pairs,
         ms,
         idle,
-        busy,
-        busy / idle
+        ratio
     );
 }
 
