@@ -48,7 +48,12 @@
 //!   neither (paper, section 3.3).
 //!
 //! Rebuilt subtrees reach lookups through one release store each; sizes
-//! are written in place because lookups never read them.
+//! are written in place because lookups never read them.  They live on a
+//! cache line of their own in every node, and the tree's counters on one
+//! apart from the root pointer, so that the size stores along every
+//! update's path do not take the nodes lookups read (the top levels
+//! above all) out of the readers' caches: an update dirties only the
+//! lines of the nodes whose child pointers it changes.
 //!
 //! # Memory
 //!
@@ -61,6 +66,9 @@
 //! Allocation failures therefore surface as `ENOMEM` from
 //! [`NodeReserve::fill`], with the tree untouched.  Nodes left in the
 //! reserve stay for the next update or are freed when it is dropped.
+//!
+//! A node takes two cache lines (128 bytes with a value of up to 24
+//! bytes): one for what lookups read, one for the writer's size.
 //!
 //! Replaced and removed nodes go to a [`RetiredList`], which the caller
 //! frees after an RCU grace period (for example after `synchronize_rcu()`,
@@ -98,7 +106,7 @@ pub use balance::BalanceParams;
 pub use check::{CheckError, CheckReport};
 pub use node::{NodeReserve, RetiredList};
 
-use node::{load_link, Link, Node, NodeRef, WriteKey};
+use node::{load_link, CacheLine, Link, Node, NodeRef, WriteKey};
 
 /// Longest path (in nodes, root to leaf) an update can handle.
 ///
@@ -229,9 +237,12 @@ fn bump(c: &AtomicUsize, n: usize) {
 /// through one copy can be lost with it.  State that lookups update in
 /// place belongs behind a pointer that every copy shares.
 pub struct Tree<V: Copy> {
-    root: AtomicPtr<Node<V>>,
+    /// Read by every lookup, so on a cache line that no update stores to
+    /// unless it changes the root.
+    root: CacheLine<AtomicPtr<Node<V>>>,
     params: BalanceParams,
-    hot: Hot,
+    /// Stored to by every update.
+    hot: CacheLine<Hot>,
     _owns: PhantomData<Node<V>>,
 }
 
@@ -313,9 +324,9 @@ impl<V: Copy> Tree<V> {
     /// Creates an empty tree with the given balance parameters.
     pub fn with_params(params: BalanceParams) -> Self {
         Self {
-            root: node::null_link(),
+            root: CacheLine(node::null_link()),
             params,
-            hot: Hot::new(params),
+            hot: CacheLine(Hot::new(params)),
             _owns: PhantomData,
         }
     }
@@ -327,7 +338,7 @@ impl<V: Copy> Tree<V> {
 
     /// Number of ranges (exact under the writer lock, a snapshot without).
     pub fn len(&self) -> usize {
-        self.hot.len.load(CounterOrdering::Relaxed)
+        self.hot.0.len.load(CounterOrdering::Relaxed)
     }
 
     /// Whether the tree holds no range.
@@ -337,7 +348,7 @@ impl<V: Copy> Tree<V> {
 
     /// The update counters.
     pub fn stats(&self) -> Stats {
-        let c = &self.hot.counters;
+        let c = &self.hot.0.counters;
         let get = |a: &AtomicUsize| a.load(CounterOrdering::Relaxed);
         Stats {
             allocated: get(&c.allocated),
@@ -360,13 +371,13 @@ impl<V: Copy> Tree<V> {
     /// [`Tree::len`]).  Kept up to date by the writer, so asking costs a
     /// load.
     pub fn reserve_bound(&self) -> usize {
-        self.hot.bound.load(CounterOrdering::Relaxed)
+        self.hot.0.bound.load(CounterOrdering::Relaxed)
     }
 
     /// The range containing `addr`.
     pub fn find<'a, G: ReadSide>(&'a self, _guard: &'a G, addr: usize) -> Option<Entry<'a, V>> {
         // SAFETY: `_guard` proves an RCU read-side section for `'a`.
-        find_in(unsafe { load_link(&self.root) }, addr)
+        find_in(unsafe { load_link(&self.root.0) }, addr)
     }
 
     /// The lowest range that ends after `addr`: the one containing `addr`
@@ -377,7 +388,7 @@ impl<V: Copy> Tree<V> {
         addr: usize,
     ) -> Option<Entry<'a, V>> {
         // SAFETY: `_guard` proves an RCU read-side section for `'a`.
-        find_from_in(unsafe { load_link(&self.root) }, addr)
+        find_from_in(unsafe { load_link(&self.root.0) }, addr)
     }
 
     /// Iterates over the ranges in address order.
@@ -389,7 +400,7 @@ impl<V: Copy> Tree<V> {
     pub fn iter<'a, G: ReadSide>(&'a self, _guard: &'a G) -> Iter<'a, V> {
         // INVARIANT: `_guard` proves an RCU read-side section for `'a`.
         Iter {
-            root: &self.root,
+            root: &self.root.0,
             next: Some(0),
             _life: PhantomData,
         }
@@ -422,7 +433,7 @@ impl<V: Copy> Drop for Tree<V> {
         // SAFETY: `&mut self` means no lookup or writer holds the tree; the
         // owner must not drop it before a grace period has passed since
         // lookups could last reach it.
-        unsafe { node::free_tree(self.root.load(Ordering::Relaxed)) };
+        unsafe { node::free_tree(self.root.0.load(Ordering::Relaxed)) };
     }
 }
 
@@ -506,7 +517,7 @@ impl<'a, V: Copy> Writer<'a, V> {
         // reachable now is freed before the retired list borrowed by `self`
         // is freed, which needs `self` gone; callers keep the result within
         // their use of `self`.
-        unsafe { load_link(&self.tree.root) }
+        unsafe { load_link(&self.tree.root.0) }
     }
 
     /// The range containing `addr`.
@@ -523,7 +534,7 @@ impl<'a, V: Copy> Writer<'a, V> {
     pub fn iter(&self) -> Iter<'_, V> {
         // INVARIANT: the writer lock is held while `self` is borrowed.
         Iter {
-            root: &self.tree.root,
+            root: &self.tree.root.0,
             next: Some(0),
             _life: PhantomData,
         }

@@ -381,7 +381,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 let key = &self.key;
                 if changed {
                     n.set_child(dir, sub, key);
-                    bump(&self.tree.hot.counters.commits, 1);
+                    bump(&self.tree.hot.0.counters.commits, 1);
                 }
                 n.set_size(path.size_after(i, grew), key);
                 sub = Some(n);
@@ -401,16 +401,16 @@ impl<'a, V: Copy> Writer<'a, V> {
 
     /// Publishes a new root if needed and updates the counters.
     fn finish(&mut self, (top, changed): (Link<'_, V>, bool), before: (usize, usize), grew: bool) {
-        let c = &self.tree.hot.counters;
+        let c = &self.tree.hot.0.counters;
         if changed {
-            store_link(&self.tree.root, top, &self.key);
+            store_link(&self.tree.root.0, top, &self.key);
             bump(&c.root_stores, 1);
         }
         bump(&c.allocated, before.0.saturating_sub(self.reserve.len()));
         bump(&c.retired, self.retired.len().saturating_sub(before.1));
         let n = self.tree.len();
         let n = if grew { n + 1 } else { n.saturating_sub(1) };
-        self.tree.hot.set_len(n, self.tree.params);
+        self.tree.hot.0.set_len(n, self.tree.params);
     }
 
     /// Rebuilds one level: node `n` gets children `left` and `right` (one
@@ -448,7 +448,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 }
             }
             // Only reachable with corrupt sizes: stay unbalanced.
-            bump(&self.tree.hot.counters.skipped, 1);
+            bump(&self.tree.hot.0.counters.skipped, 1);
         }
         let key = &self.key;
         let size = ls + rs + 1;
@@ -456,7 +456,7 @@ impl<'a, V: Copy> Writer<'a, V> {
             Zone::InPlace => {
                 if changed {
                     n.set_child(dir, if dir == Dir::Left { left } else { right }, key);
-                    bump(&self.tree.hot.counters.commits, 1);
+                    bump(&self.tree.hot.0.counters.commits, 1);
                 }
                 n.set_size(size, key);
                 (n, false)
@@ -476,7 +476,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                     // Only reachable with corrupt sizes: commit in place
                     // instead, which keeps memory safety but may let a
                     // concurrent lookup miss the successor.
-                    bump(&self.tree.hot.counters.skipped, 1);
+                    bump(&self.tree.hot.0.counters.skipped, 1);
                     n.set_child(dir, if dir == Dir::Left { left } else { right }, key);
                     n.set_size(size, key);
                     (n, false)
@@ -520,7 +520,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 let key = &self.key;
                 b.set_child(heavy.opp(), Some(a2), key);
                 b.set_size(a_size + outer_size + 1, key);
-                let ctr = &self.tree.hot.counters;
+                let ctr = &self.tree.hot.0.counters;
                 bump(&ctr.single_rotations, 1);
                 bump(&ctr.commits, 1);
                 return Some(b);
@@ -546,7 +546,7 @@ impl<'a, V: Copy> Writer<'a, V> {
         c.set_child(heavy.opp(), Some(a2), key);
         c.set_child(heavy, Some(b2), key);
         c.set_size(a_size + b_size + 1, key);
-        let ctr = &self.tree.hot.counters;
+        let ctr = &self.tree.hot.0.counters;
         bump(&ctr.double_rotations, 1);
         bump(&ctr.commits, 2);
         Some(c)
