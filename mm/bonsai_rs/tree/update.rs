@@ -90,9 +90,10 @@ impl<'s, 'n, V> Path<'s, 'n, V> {
     fn plan_balance(&mut self, params: BalanceParams, grow: bool) -> usize {
         let mut n = 0;
         for i in 0..self.len() {
-            let (l, r) = self.sides_after(i, grow);
+            // Balance does not care which child is on which side.
+            let (child, sibling) = self.children_after(i, grow);
             // `i < MAX_DEPTH <= 64`.
-            if !params.balanced(l, r) {
+            if !params.balanced(child, sibling) {
                 self.unbalanced |= 1 << i;
                 n += 1;
             }
@@ -116,9 +117,9 @@ impl<'s, 'n, V> Path<'s, 'n, V> {
         }
     }
 
-    /// Sizes of the (left, right) children of level `i` once the update
-    /// has added (`grow`) or taken away one node below it on the path.
-    fn sides_after(&self, i: usize, grow: bool) -> (usize, usize) {
+    /// Sizes of the path child and of the other child of level `i` once
+    /// the update has added (`grow`) or taken away one node below it.
+    fn children_after(&self, i: usize, grow: bool) -> (usize, usize) {
         let size = self.levels.get(i).map_or(0, |(_, s)| s);
         let child = self.levels.get(i + 1).map_or(self.tail, |(_, s)| s);
         // Saturating: only corrupt sizes could make these wrap.
@@ -128,10 +129,7 @@ impl<'s, 'n, V> Path<'s, 'n, V> {
         } else {
             child.saturating_sub(1)
         };
-        match self.dir(i) {
-            Dir::Left => (child, sibling),
-            Dir::Right => (sibling, child),
-        }
+        (child, sibling)
     }
 }
 
