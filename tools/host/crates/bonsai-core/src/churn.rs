@@ -25,7 +25,7 @@
 //!   batches), with a `std` mutex and batches freed at once.
 
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -213,6 +213,7 @@ struct KernelLike {
     bench: Bench,
     state: Mutex<KernelState>,
     reserve_hint: AtomicUsize,
+    spare_hint: AtomicBool,
     pending_hint: AtomicUsize,
     /// Keep retired batches (in `kept`) instead of freeing them.
     keep_retired: bool,
@@ -238,10 +239,17 @@ impl KernelLike {
                 spare: None,
             }),
             reserve_hint: AtomicUsize::new(0),
+            spare_hint: AtomicBool::new(false),
             pending_hint: AtomicUsize::new(0),
             keep_retired: false,
             kept: Mutex::new(RetiredList::new()),
         }
+    }
+
+    fn publish_hints(&self, st: &KernelState) {
+        self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
+        self.spare_hint.store(st.spare.is_some(), Ordering::Relaxed);
+        self.pending_hint.store(st.pending.len(), Ordering::Relaxed);
     }
 
     fn update(&self, f: impl FnOnce(&mut Writer<'_, usize>)) {
@@ -254,17 +262,17 @@ impl KernelLike {
             local
                 .fill(want.saturating_sub(have), GFP_KERNEL)
                 .expect("host allocation");
-            let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let st = &mut *guard;
-            if spare.is_none() && st.spare.is_none() {
+            if spare.is_none() && !self.spare_hint.load(Ordering::Relaxed) {
                 spare = Some(Box::new(RetiredList::new()));
             }
+            let mut guard = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            let st = &mut *guard;
             st.reserve.append(&mut local);
             if st.spare.is_none() {
                 st.spare = spare.take();
             }
             if st.reserve.len() < tree.reserve_bound() || st.spare.is_none() {
-                self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
+                self.publish_hints(st);
                 continue;
             }
             {
@@ -281,8 +289,7 @@ impl KernelLike {
             } else {
                 None
             };
-            self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
-            self.pending_hint.store(st.pending.len(), Ordering::Relaxed);
+            self.publish_hints(st);
             drop(guard);
             if let Some(mut b) = batch {
                 if self.keep_retired {
@@ -319,7 +326,7 @@ impl Drop for KernelLike {
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         let mut list = core::mem::take(&mut st.pending);
         list.append(self.kept.get_mut().unwrap_or_else(|e| e.into_inner()));
-        // SAFETY: `&mut self`: the reader of `reader_rate` has ended.
+        // SAFETY: `&mut self`: the reader of `reader_phases` has ended.
         unsafe { list.free() };
     }
 }
@@ -346,7 +353,7 @@ pub fn run(variant: Variant, pairs: usize, seed: u64) -> f64 {
 /// that slow drift in what the machine gives the threads (other jobs,
 /// frequency) hits both alike.
 pub fn reader_phases(phases: usize, ms: u64, ranges: usize, seed: u64) -> Vec<f64> {
-    use std::sync::atomic::{AtomicBool, AtomicU64};
+    use std::sync::atomic::AtomicU64;
     use std::time::Duration;
 
     let mut k = KernelLike::new(seed, ranges);
