@@ -48,7 +48,12 @@
 //!   neither (paper, section 3.3).
 //!
 //! Rebuilt subtrees reach lookups through one release store each; sizes
-//! are written in place because lookups never read them.
+//! are written in place because lookups never read them.  They live on a
+//! cache line of their own in every node, and the tree's counters on one
+//! apart from the root pointer, so that the size stores along every
+//! update's path do not take the nodes lookups read (the top levels
+//! above all) out of the readers' caches: an update dirties only the
+//! lines of the nodes whose child pointers it changes.
 //!
 //! # Memory
 //!
@@ -61,6 +66,9 @@
 //! Allocation failures therefore surface as `ENOMEM` from
 //! [`NodeReserve::fill`], with the tree untouched.  Nodes left in the
 //! reserve stay for the next update or are freed when it is dropped.
+//!
+//! A node takes two cache lines (128 bytes with a value of up to 24
+//! bytes): one for what lookups read, one for the writer's size.
 //!
 //! Replaced and removed nodes go to a [`RetiredList`], which the caller
 //! frees after an RCU grace period (for example after `synchronize_rcu()`,
@@ -84,6 +92,7 @@
 mod balance;
 mod check;
 mod node;
+mod stack;
 mod update;
 
 use core::marker::PhantomData;
@@ -97,7 +106,7 @@ pub use balance::BalanceParams;
 pub use check::{CheckError, CheckReport};
 pub use node::{NodeReserve, RetiredList};
 
-use node::{load_link, Link, Node, NodeRef, WriteKey};
+use node::{load_link, CacheLine, Link, Node, NodeRef, WriteKey};
 
 /// Longest path (in nodes, root to leaf) an update can handle.
 ///
@@ -228,11 +237,70 @@ fn bump(c: &AtomicUsize, n: usize) {
 /// through one copy can be lost with it.  State that lookups update in
 /// place belongs behind a pointer that every copy shares.
 pub struct Tree<V: Copy> {
-    root: AtomicPtr<Node<V>>,
-    len: AtomicUsize,
+    /// Read by every lookup, so on a cache line that no update stores to
+    /// unless it changes the root.
+    root: CacheLine<AtomicPtr<Node<V>>>,
     params: BalanceParams,
-    counters: Counters,
+    /// Stored to by every update.
+    hot: CacheLine<Hot>,
     _owns: PhantomData<Node<V>>,
+}
+
+/// What every update of a [`Tree`] stores to.
+struct Hot {
+    len: AtomicUsize,
+    /// [`Tree::reserve_bound`] for the current length.
+    bound: AtomicUsize,
+    /// `bound` holds while `2 * len + 16` lies in `bound_lo..bound_hi`;
+    /// the writer computes it again when an update takes the length out.
+    bound_lo: AtomicUsize,
+    bound_hi: AtomicUsize,
+    counters: Counters,
+}
+
+impl Hot {
+    fn new(params: BalanceParams) -> Self {
+        let hot = Self {
+            len: AtomicUsize::new(0),
+            bound: AtomicUsize::new(0),
+            bound_lo: AtomicUsize::new(0),
+            bound_hi: AtomicUsize::new(0),
+            counters: Counters::default(),
+        };
+        hot.set_len(0, params);
+        hot
+    }
+
+    /// Records the length (only the writer, or the constructor, calls
+    /// this: no read-modify-write needed), and the reserve bound for it
+    /// when the last one does not hold any more.
+    fn set_len(&self, len: usize, params: BalanceParams) {
+        self.len.store(len, CounterOrdering::Relaxed);
+        let n = Self::bound_arg(len);
+        let get = |a: &AtomicUsize| a.load(CounterOrdering::Relaxed);
+        if get(&self.bound_lo) <= n && n < get(&self.bound_hi) {
+            return;
+        }
+        // Heights change at `m(h)`, a few dozen times between 1 and 10^8
+        // ranges: almost every update returns above.
+        let h = params.max_height(n, MAX_DEPTH);
+        let lo = params.min_nodes_of_height(h);
+        let hi = if h < MAX_DEPTH {
+            params.min_nodes_of_height(h + 1)
+        } else {
+            usize::MAX
+        };
+        let set = |a: &AtomicUsize, v| a.store(v, CounterOrdering::Relaxed);
+        set(&self.bound, 2 * h + 1);
+        set(&self.bound_lo, lo);
+        set(&self.bound_hi, hi);
+    }
+
+    /// What [`Tree::reserve_bound`] bounds the height of: a tree of twice
+    /// `len` nodes, plus 16.
+    fn bound_arg(len: usize) -> usize {
+        len.saturating_mul(2).saturating_add(16)
+    }
 }
 
 // SAFETY: the tree owns its nodes and values; sending it sends the values.
@@ -256,10 +324,9 @@ impl<V: Copy> Tree<V> {
     /// Creates an empty tree with the given balance parameters.
     pub fn with_params(params: BalanceParams) -> Self {
         Self {
-            root: node::null_link(),
-            len: AtomicUsize::new(0),
+            root: CacheLine(node::null_link()),
             params,
-            counters: Counters::default(),
+            hot: CacheLine(Hot::new(params)),
             _owns: PhantomData,
         }
     }
@@ -271,7 +338,7 @@ impl<V: Copy> Tree<V> {
 
     /// Number of ranges (exact under the writer lock, a snapshot without).
     pub fn len(&self) -> usize {
-        self.len.load(CounterOrdering::Relaxed)
+        self.hot.0.len.load(CounterOrdering::Relaxed)
     }
 
     /// Whether the tree holds no range.
@@ -281,7 +348,7 @@ impl<V: Copy> Tree<V> {
 
     /// The update counters.
     pub fn stats(&self) -> Stats {
-        let c = &self.counters;
+        let c = &self.hot.0.counters;
         let get = |a: &AtomicUsize| a.load(CounterOrdering::Relaxed);
         Stats {
             allocated: get(&c.allocated),
@@ -299,15 +366,18 @@ impl<V: Copy> Tree<V> {
     /// `h` being the maximal height of a balanced tree of twice the
     /// current size plus 16 (slack for updates that may run between this
     /// call and taking the lock), capped at [`MAX_DEPTH`].
+    ///
+    /// Exact under the writer lock, a snapshot without (like
+    /// [`Tree::len`]).  Kept up to date by the writer, so asking costs a
+    /// load.
     pub fn reserve_bound(&self) -> usize {
-        let n = self.len().saturating_mul(2).saturating_add(16);
-        2 * self.params.max_height(n, MAX_DEPTH) + 1
+        self.hot.0.bound.load(CounterOrdering::Relaxed)
     }
 
     /// The range containing `addr`.
     pub fn find<'a, G: ReadSide>(&'a self, _guard: &'a G, addr: usize) -> Option<Entry<'a, V>> {
         // SAFETY: `_guard` proves an RCU read-side section for `'a`.
-        find_in(unsafe { load_link(&self.root) }, addr)
+        find_in(unsafe { load_link(&self.root.0) }, addr)
     }
 
     /// The lowest range that ends after `addr`: the one containing `addr`
@@ -318,7 +388,7 @@ impl<V: Copy> Tree<V> {
         addr: usize,
     ) -> Option<Entry<'a, V>> {
         // SAFETY: `_guard` proves an RCU read-side section for `'a`.
-        find_from_in(unsafe { load_link(&self.root) }, addr)
+        find_from_in(unsafe { load_link(&self.root.0) }, addr)
     }
 
     /// Iterates over the ranges in address order.
@@ -330,7 +400,7 @@ impl<V: Copy> Tree<V> {
     pub fn iter<'a, G: ReadSide>(&'a self, _guard: &'a G) -> Iter<'a, V> {
         // INVARIANT: `_guard` proves an RCU read-side section for `'a`.
         Iter {
-            root: &self.root,
+            root: &self.root.0,
             next: Some(0),
             _life: PhantomData,
         }
@@ -363,7 +433,7 @@ impl<V: Copy> Drop for Tree<V> {
         // SAFETY: `&mut self` means no lookup or writer holds the tree; the
         // owner must not drop it before a grace period has passed since
         // lookups could last reach it.
-        unsafe { node::free_tree(self.root.load(Ordering::Relaxed)) };
+        unsafe { node::free_tree(self.root.0.load(Ordering::Relaxed)) };
     }
 }
 
@@ -447,7 +517,7 @@ impl<'a, V: Copy> Writer<'a, V> {
         // reachable now is freed before the retired list borrowed by `self`
         // is freed, which needs `self` gone; callers keep the result within
         // their use of `self`.
-        unsafe { load_link(&self.tree.root) }
+        unsafe { load_link(&self.tree.root.0) }
     }
 
     /// The range containing `addr`.
@@ -464,7 +534,7 @@ impl<'a, V: Copy> Writer<'a, V> {
     pub fn iter(&self) -> Iter<'_, V> {
         // INVARIANT: the writer lock is held while `self` is borrowed.
         Iter {
-            root: &self.tree.root,
+            root: &self.tree.root.0,
             next: Some(0),
             _life: PhantomData,
         }

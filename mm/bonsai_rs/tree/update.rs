@@ -1,62 +1,135 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Insert and remove: a descent that records the path, a budget check,
-//! then a bottom-up pass that rebuilds and rebalances each level (see the
-//! parent module for the store rules that keep lookups correct).
+//! Insert and remove: a descent that records the path and the subtree
+//! sizes met on it, a budget check, then a bottom-up pass that rebuilds
+//! and rebalances each level (see the parent module for the store rules
+//! that keep lookups correct).
+//!
+//! # Cost
+//!
+//! An update changes the size of every subtree on its path by one, and a
+//! rotation keeps the size of the subtree it rotates.  So the sizes of
+//! both children of every level after the update follow from the sizes
+//! recorded on the way down: the path child's changes by one, the
+//! sibling's is what is left of the node's.  The plan decides balance
+//! from those, once, without loading any sibling; only a level that
+//! rotates reads the nodes around it.  A level that stays in balance
+//! costs a size store, plus a child store where the subtree below it
+//! changed.
 
 use kernel::prelude::*;
 
 use super::node::{size_of, store_link, Dir, Fate, Link, NodeRef};
-use super::{bump, InsertError, Writer, MAX_DEPTH};
+use super::stack::{Slots, Stack};
+use super::{bump, BalanceParams, InsertError, Writer, MAX_DEPTH};
 
-/// The nodes from the root down an update path, with the direction taken
-/// at each.
-struct Path<'n, V> {
-    nodes: [Link<'n, V>; MAX_DEPTH],
-    /// Bit `i` set: the path goes right at `nodes[i]`.
+// `Path::right` has one bit per level.
+const _: () = assert!(MAX_DEPTH <= u64::BITS as usize);
+
+/// A level of a [`Path`]: a node and the size of its subtree before the
+/// update.
+type Level<'n, V> = (NodeRef<'n, V>, usize);
+
+/// The nodes from the root down an update path, each with the size of
+/// its subtree before the update, and the direction taken at each.
+struct Path<'s, 'n, V> {
+    levels: Stack<'s, Level<'n, V>, MAX_DEPTH>,
+    /// Bit `i` set: the path goes right at level `i`.
     right: u64,
-    len: usize,
+    /// Bit `i` set: level `i` falls out of balance (set by the plan).
+    unbalanced: u64,
+    /// Size before the update of the subtree the last level's path side
+    /// leads to: 0 for an insert (an empty child), the removed node's or
+    /// its successor's for a remove.
+    tail: usize,
 }
 
-impl<'n, V> Path<'n, V> {
-    fn new() -> Self {
+impl<'s, 'n, V> Path<'s, 'n, V> {
+    /// An empty path stored in `slots` (a local of the caller: see
+    /// [`Stack`] for why).
+    fn new(slots: &'s mut Slots<Level<'n, V>, MAX_DEPTH>) -> Self {
         Self {
-            nodes: [None; MAX_DEPTH],
+            levels: Stack::new(slots),
             right: 0,
-            len: 0,
+            unbalanced: 0,
+            tail: 0,
         }
     }
 
-    fn push(&mut self, n: NodeRef<'n, V>, dir: Dir) -> Result {
-        let slot = self.nodes.get_mut(self.len).ok_or(ERANGE)?;
-        *slot = Some(n);
+    fn len(&self) -> usize {
+        self.levels.len()
+    }
+
+    /// Appends node `n`, whose subtree holds `size` nodes, left towards
+    /// `dir`; `ERANGE` beyond [`MAX_DEPTH`] levels.
+    fn push(&mut self, n: NodeRef<'n, V>, size: usize, dir: Dir) -> Result {
+        let i = self.levels.len();
+        self.levels.push((n, size)).map_err(|_| ERANGE)?;
+        // `i < MAX_DEPTH <= 64`, since the push succeeded.
         if dir == Dir::Right {
-            self.right |= 1 << self.len;
+            self.right |= 1 << i;
         }
-        self.len += 1;
         Ok(())
     }
 
-    /// The levels `from..to` as `(index, node, direction)`, top down.
-    fn levels(
-        &self,
-        from: usize,
-        to: usize,
-    ) -> impl DoubleEndedIterator<Item = (usize, NodeRef<'n, V>, Dir)> + '_ {
-        let to = to.min(self.len);
-        let from = from.min(to);
-        self.nodes[from..to]
-            .iter()
-            .enumerate()
-            .filter_map(move |(i, n)| {
-                let i = i + from;
-                let dir = if self.right & (1 << i) != 0 {
-                    Dir::Right
-                } else {
-                    Dir::Left
-                };
-                n.map(|n| (i, n, dir))
-            })
+    fn node(&self, i: usize) -> Option<NodeRef<'n, V>> {
+        self.levels.get(i).map(|(n, _)| n)
+    }
+
+    fn dir(&self, i: usize) -> Dir {
+        if i < MAX_DEPTH && self.right & (1 << i) != 0 {
+            Dir::Right
+        } else {
+            Dir::Left
+        }
+    }
+
+    /// Decides whether each level falls out of balance once the update
+    /// has added (`grow`) or taken away one node below it; returns the
+    /// number of levels that do.
+    fn plan_balance(&mut self, params: BalanceParams, grow: bool) -> usize {
+        let mut n = 0;
+        for i in 0..self.len() {
+            // Balance does not care which child is on which side.
+            let (child, sibling) = self.children_after(i, grow);
+            // `i < MAX_DEPTH <= 64`.
+            if !params.balanced(child, sibling) {
+                self.unbalanced |= 1 << i;
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// Whether [`Self::plan_balance`] found level `i` out of balance.
+    fn unbalanced(&self, i: usize) -> bool {
+        i < MAX_DEPTH && self.unbalanced & (1 << i) != 0
+    }
+
+    /// Size of level `i`'s subtree once the update has added (`grow`) or
+    /// taken away one node below it.
+    fn size_after(&self, i: usize, grow: bool) -> usize {
+        let size = self.levels.get(i).map_or(0, |(_, s)| s);
+        if grow {
+            size.saturating_add(1)
+        } else {
+            size.saturating_sub(1)
+        }
+    }
+
+    /// Sizes of the path child and of the other child of level `i` once
+    /// the update has added (`grow`) or taken away one node below it.
+    fn children_after(&self, i: usize, grow: bool) -> (usize, usize) {
+        let size = self.levels.get(i).map_or(0, |(_, s)| s);
+        let child = self.levels.get(i + 1).map_or(self.tail, |(_, s)| s);
+        // Saturating: only corrupt sizes could make these wrap.
+        let sibling = size.saturating_sub(child).saturating_sub(1);
+        let child = if grow {
+            child.saturating_add(1)
+        } else {
+            child.saturating_sub(1)
+        };
+        (child, sibling)
     }
 }
 
@@ -84,27 +157,32 @@ fn orient<'n, V>(
     }
 }
 
-/// What an update plans to do.
-struct Plan<'n, V> {
-    path: Path<'n, V>,
+/// What a remove plans to do, besides its path.
+struct RemovePlan<'n, V> {
     /// Upper bound of the nodes the update takes from the reserve.
     need: usize,
-    /// For a remove: index in `path` of the removed node.
+    /// Index in the path of the removed node (its length if the node,
+    /// having at most one child, was not pushed).
     at: usize,
-    /// For a remove of a node with two children: its successor.
+    /// The removed node.
+    victim: NodeRef<'n, V>,
+    /// For a node with two children: its successor.
     succ: Link<'n, V>,
-    /// For a remove: the removed node.
-    victim: Link<'n, V>,
 }
 
 impl<'a, V: Copy> Writer<'a, V> {
-    fn plan_insert<'n>(&self, start: usize, end: usize) -> Result<Plan<'n, V>> {
+    /// Records the path an insert of `[start, end)` takes; returns an
+    /// upper bound of the reserve nodes it needs.
+    fn plan_insert<'n>(
+        &self,
+        path: &mut Path<'_, 'n, V>,
+        start: usize,
+        end: usize,
+    ) -> Result<usize> {
         if start >= end {
             return Err(EINVAL);
         }
         let key = &self.key;
-        let params = self.tree.params;
-        let mut path = Path::new();
         let mut cur = self.root();
         while let Some(n) = cur {
             let dir = if end <= n.start() {
@@ -114,36 +192,22 @@ impl<'a, V: Copy> Writer<'a, V> {
             } else {
                 return Err(EEXIST);
             };
-            path.push(n, dir)?;
+            path.push(n, n.size(key), dir)?;
             cur = n.child(dir);
         }
         // The new leaf, and at most two nodes per level that falls out of
         // balance (a rotation allocates one or two).
-        let mut need = 1;
-        for (_, n, dir) in path.levels(0, MAX_DEPTH) {
-            let mut l = size_of(n.child(Dir::Left), key);
-            let mut r = size_of(n.child(Dir::Right), key);
-            match dir {
-                Dir::Left => l = l.saturating_add(1),
-                Dir::Right => r = r.saturating_add(1),
-            }
-            if !params.balanced(l, r) {
-                need += 2;
-            }
-        }
-        Ok(Plan {
-            path,
-            need,
-            at: 0,
-            succ: None,
-            victim: None,
-        })
+        Ok(1 + 2 * path.plan_balance(self.tree.params, true))
     }
 
-    fn plan_remove<'n>(&self, start: usize) -> Result<Plan<'n, V>> {
+    /// Records the path a remove of the range starting at `start` takes,
+    /// down to the successor of a node with two children.
+    fn plan_remove<'n>(
+        &self,
+        path: &mut Path<'_, 'n, V>,
+        start: usize,
+    ) -> Result<RemovePlan<'n, V>> {
         let key = &self.key;
-        let params = self.tree.params;
-        let mut path = Path::new();
         let mut cur = self.root();
         let victim = loop {
             let Some(n) = cur else {
@@ -156,59 +220,50 @@ impl<'a, V: Copy> Writer<'a, V> {
             } else {
                 break n;
             };
-            path.push(n, dir)?;
+            path.push(n, n.size(key), dir)?;
             cur = n.child(dir);
         };
-        let at = path.len;
+        let at = path.len();
         let mut succ = None;
+        path.tail = victim.size(key);
         if victim.child(Dir::Left).is_some() {
             if let Some(r) = victim.child(Dir::Right) {
-                path.push(victim, Dir::Right)?;
+                path.push(victim, victim.size(key), Dir::Right)?;
                 let mut s = r;
                 while let Some(l) = s.child(Dir::Left) {
-                    path.push(s, Dir::Left)?;
+                    path.push(s, s.size(key), Dir::Left)?;
                     s = l;
                 }
+                path.tail = s.size(key);
                 succ = Some(s);
             }
         }
         // Levels at and below the removed node (two children only) are
         // copied: one node each, two if a rotation is needed there; levels
         // above: two if a rotation is needed.
-        let mut need = 0;
-        for (i, n, dir) in path.levels(0, MAX_DEPTH) {
-            let mut l = size_of(n.child(Dir::Left), key);
-            let mut r = size_of(n.child(Dir::Right), key);
-            match dir {
-                Dir::Left => l = l.saturating_sub(1),
-                Dir::Right => r = r.saturating_sub(1),
-            }
-            if !params.balanced(l, r) {
-                need += 2;
-            } else if i >= at {
-                need += 1;
-            }
-        }
-        Ok(Plan {
-            path,
+        let rotations = path.plan_balance(self.tree.params, false);
+        let need = 2 * rotations + (at..path.len()).filter(|&i| !path.unbalanced(i)).count();
+        Ok(RemovePlan {
             need,
             at,
+            victim,
             succ,
-            victim: Some(victim),
         })
     }
 
     /// Upper bound of the reserve nodes inserting `[start, end)` takes;
     /// fails as [`Writer::insert`] would (but never with `EAGAIN`).
     pub fn insert_need(&self, start: usize, end: usize) -> Result<usize> {
-        Ok(self.plan_insert(start, end)?.need)
+        self.plan_insert(&mut Path::new(&mut Slots::uninit()), start, end)
     }
 
     /// Upper bound of the reserve nodes removing the range that starts at
     /// `start` takes; fails as [`Writer::remove`] would (but never with
     /// `EAGAIN`).
     pub fn remove_need(&self, start: usize) -> Result<usize> {
-        Ok(self.plan_remove(start)?.need)
+        Ok(self
+            .plan_remove(&mut Path::new(&mut Slots::uninit()), start)?
+            .need)
     }
 
     /// Inserts `[start, end)` with `value`.
@@ -223,11 +278,14 @@ impl<'a, V: Copy> Writer<'a, V> {
         end: usize,
         value: V,
     ) -> core::result::Result<(), InsertError<V>> {
-        let plan = match self.plan_insert(start, end) {
-            Ok(plan) => plan,
+        // Built here and borrowed, not returned: moving it would copy it.
+        let mut slots = Slots::uninit();
+        let mut path = Path::new(&mut slots);
+        let need = match self.plan_insert(&mut path, start, end) {
+            Ok(need) => need,
             Err(error) => return Err(InsertError { error, value }),
         };
-        if self.reserve.len() < plan.need {
+        if self.reserve.len() < need {
             return Err(InsertError {
                 error: EAGAIN,
                 value,
@@ -243,8 +301,8 @@ impl<'a, V: Copy> Writer<'a, V> {
                 })
             }
         };
-        let sub = self.rebuild_above(&plan.path, plan.path.len, Some(leaf), true);
-        self.finish(sub, before, true);
+        let top = self.rebuild_above(&path, path.len(), Some(leaf), true, true);
+        self.finish(top, before, true);
         Ok(())
     }
 
@@ -255,20 +313,17 @@ impl<'a, V: Copy> Writer<'a, V> {
     /// [`Writer::remove_need`] nodes, `ERANGE` if the tree is too deep.
     /// The removed value is dropped when the retired list is freed.
     pub fn remove(&mut self, start: usize) -> Result {
-        let plan = self.plan_remove(start)?;
+        let mut slots = Slots::uninit();
+        let mut path = Path::new(&mut slots);
+        let plan = self.plan_remove(&mut path, start)?;
         if self.reserve.len() < plan.need {
             return Err(EAGAIN);
         }
-        let Some(victim) = plan.victim else {
-            return Err(ENOENT);
-        };
+        let victim = plan.victim;
         let before = (self.reserve.len(), self.retired.len());
-        let (sub, changed) = match plan.succ {
-            None => {
-                // At most one child: it takes the victim's place.
-                let child = victim.child(Dir::Left).or(victim.child(Dir::Right));
-                (child, true)
-            }
+        let sub = match plan.succ {
+            // At most one child: it takes the victim's place.
+            None => victim.child(Dir::Left).or(victim.child(Dir::Right)),
             Some(succ) => {
                 // The successor's replacement, made first so that nothing
                 // is published if the reserve were somehow empty.
@@ -281,35 +336,56 @@ impl<'a, V: Copy> Writer<'a, V> {
                 // Copy the path below the victim, bottom up; the successor
                 // leaves, its right child takes its place.
                 let mut sub = succ.child(Dir::Right);
-                for (_, n, _) in plan.path.levels(plan.at + 1, MAX_DEPTH).rev() {
+                for i in (plan.at + 1..path.len()).rev() {
+                    let Some(n) = path.node(i) else {
+                        continue;
+                    };
                     let right = n.child(Dir::Right);
                     let (r, _) = self.settle(n, Zone::Copy, Dir::Left, true, sub, right);
                     sub = Some(r);
                 }
                 let left = victim.child(Dir::Left);
                 let (r, _) = self.settle(fresh, Zone::Fresh, Dir::Right, true, left, sub);
-                (Some(r), true)
+                Some(r)
             }
         };
         self.retired.push(victim, Fate::Owner, &self.key);
-        let top = self.rebuild_above(&plan.path, plan.at, sub, changed);
+        let top = self.rebuild_above(&path, plan.at, sub, true, false);
         self.finish(top, before, false);
         Ok(())
     }
 
     /// Rebuilds levels `0..below` of `path` (nodes in the tree, committed
-    /// in place), bottom up, given the new subtree at level `below`.
+    /// in place), bottom up, given the new subtree at level `below`, which
+    /// has one node more (`grew`) or less than the one it replaces.
     ///
     /// Returns the new subtree at the root and whether it differs from
     /// the current root.
     fn rebuild_above<'n>(
         &mut self,
-        path: &Path<'n, V>,
+        path: &Path<'_, 'n, V>,
         below: usize,
         mut sub: Link<'n, V>,
         mut changed: bool,
+        grew: bool,
     ) -> (Link<'n, V>, bool) {
-        for (_, n, dir) in path.levels(0, below).rev() {
+        for i in (0..below).rev() {
+            let Some(n) = path.node(i) else {
+                continue;
+            };
+            let dir = path.dir(i);
+            if !path.unbalanced(i) {
+                // The common case, planned without loading the sibling.
+                let key = &self.key;
+                if changed {
+                    n.set_child(dir, sub, key);
+                    bump(&self.tree.hot.0.counters.commits, 1);
+                }
+                n.set_size(path.size_after(i, grew), key);
+                sub = Some(n);
+                changed = false;
+                continue;
+            }
             let (left, right) = match dir {
                 Dir::Left => (sub, n.child(Dir::Right)),
                 Dir::Right => (n.child(Dir::Left), sub),
@@ -323,17 +399,16 @@ impl<'a, V: Copy> Writer<'a, V> {
 
     /// Publishes a new root if needed and updates the counters.
     fn finish(&mut self, (top, changed): (Link<'_, V>, bool), before: (usize, usize), grew: bool) {
-        let c = &self.tree.counters;
+        let c = &self.tree.hot.0.counters;
         if changed {
-            store_link(&self.tree.root, top, &self.key);
+            store_link(&self.tree.root.0, top, &self.key);
             bump(&c.root_stores, 1);
         }
         bump(&c.allocated, before.0.saturating_sub(self.reserve.len()));
         bump(&c.retired, self.retired.len().saturating_sub(before.1));
-        let len = &self.tree.len;
-        let n = len.load(core::sync::atomic::Ordering::Relaxed);
+        let n = self.tree.len();
         let n = if grew { n + 1 } else { n.saturating_sub(1) };
-        len.store(n, core::sync::atomic::Ordering::Relaxed);
+        self.tree.hot.0.set_len(n, self.tree.params);
     }
 
     /// Rebuilds one level: node `n` gets children `left` and `right` (one
@@ -371,7 +446,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 }
             }
             // Only reachable with corrupt sizes: stay unbalanced.
-            bump(&self.tree.counters.skipped, 1);
+            bump(&self.tree.hot.0.counters.skipped, 1);
         }
         let key = &self.key;
         let size = ls + rs + 1;
@@ -379,7 +454,7 @@ impl<'a, V: Copy> Writer<'a, V> {
             Zone::InPlace => {
                 if changed {
                     n.set_child(dir, if dir == Dir::Left { left } else { right }, key);
-                    bump(&self.tree.counters.commits, 1);
+                    bump(&self.tree.hot.0.counters.commits, 1);
                 }
                 n.set_size(size, key);
                 (n, false)
@@ -399,7 +474,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                     // Only reachable with corrupt sizes: commit in place
                     // instead, which keeps memory safety but may let a
                     // concurrent lookup miss the successor.
-                    bump(&self.tree.counters.skipped, 1);
+                    bump(&self.tree.hot.0.counters.skipped, 1);
                     n.set_child(dir, if dir == Dir::Left { left } else { right }, key);
                     n.set_size(size, key);
                     (n, false)
@@ -443,7 +518,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 let key = &self.key;
                 b.set_child(heavy.opp(), Some(a2), key);
                 b.set_size(a_size + outer_size + 1, key);
-                let ctr = &self.tree.counters;
+                let ctr = &self.tree.hot.0.counters;
                 bump(&ctr.single_rotations, 1);
                 bump(&ctr.commits, 1);
                 return Some(b);
@@ -469,7 +544,7 @@ impl<'a, V: Copy> Writer<'a, V> {
         c.set_child(heavy.opp(), Some(a2), key);
         c.set_child(heavy, Some(b2), key);
         c.set_size(a_size + b_size + 1, key);
-        let ctr = &self.tree.counters;
+        let ctr = &self.tree.hot.0.counters;
         bump(&ctr.double_rotations, 1);
         bump(&ctr.commits, 2);
         Some(c)

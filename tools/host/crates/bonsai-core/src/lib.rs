@@ -84,6 +84,7 @@ pub(crate) mod platform {
 pub mod tree;
 
 pub mod bench;
+pub mod churn;
 pub mod host_rcu;
 pub mod host_tree;
 pub mod rng;

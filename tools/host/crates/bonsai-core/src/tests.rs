@@ -389,6 +389,112 @@ fn max_height_bounds() {
     assert!(p.max_height(1_000_000, usize::MAX) > hy.max_height(1_000_000, usize::MAX));
 }
 
+/// An update records its path in a stack of [`MAX_DEPTH`] levels: a leaf
+/// may go at depth `MAX_DEPTH + 1`, one level deeper fails with `ERANGE`
+/// and changes nothing.
+#[test]
+fn paths_deeper_than_max_depth_are_erange() {
+    // A delta this large never rebalances: ascending inserts make a list.
+    let mut t = Bare::new(BalanceParams::custom(usize::MAX, 1, 1));
+    for k in 0..=MAX_DEPTH {
+        t.insert(k, k + 1, k).unwrap();
+    }
+    assert_eq!(t.check().height, MAX_DEPTH + 1);
+    let before = t.ranges();
+    t.fill();
+    let (reserve, stats) = (t.reserve.len(), t.tree.stats());
+    let e = t.w(|w| w.insert(1000, 1001, 7)).unwrap_err();
+    assert_eq!((e.error, e.value), (ERANGE, 7));
+    assert_eq!(t.w(|w| w.insert_need(1000, 1001)), Err(ERANGE));
+    // A remove that misses goes as deep, and fails the same way rather
+    // than with ENOENT.
+    assert_eq!(t.w(|w| w.remove(1000)), Err(ERANGE));
+    assert_eq!(t.ranges(), before);
+    assert_eq!((t.reserve.len(), t.tree.stats()), (reserve, stats));
+    // The deepest node is within reach: its path is the 64 above it.
+    t.remove(MAX_DEPTH).unwrap();
+    t.insert(MAX_DEPTH, MAX_DEPTH + 1, 0).unwrap();
+    t.check();
+}
+
+/// The reserve bound the writer keeps up to date is the one its
+/// definition gives for the current length, as the length grows and
+/// shrinks across the heights' thresholds.
+#[test]
+fn reserve_bound_follows_the_length() {
+    for params in [BOTH[0], BOTH[1], BalanceParams::custom(2, 1, 1)] {
+        let want = |len: usize| 2 * params.max_height(2 * len + 16, MAX_DEPTH) + 1;
+        let mut t = Bare::new(params);
+        assert_eq!(t.tree.reserve_bound(), want(0), "{params:?}");
+        let mut rng = Rng::new(8);
+        let mut present = Vec::new();
+        let mut bounds = std::collections::BTreeSet::new();
+        for step in 0..6000 {
+            // Grow to about 2000 ranges, then shrink to nothing.
+            let grow = if step < 3000 {
+                rng.below(4) != 0
+            } else {
+                rng.below(4) == 0
+            };
+            if grow || present.is_empty() {
+                let k = rng.next_u64() as usize >> 2;
+                if t.insert(k, k + 1, ()).is_ok() {
+                    present.push(k);
+                }
+            } else {
+                let k = present.swap_remove(rng.below(present.len() as u64) as usize);
+                t.remove(k).unwrap();
+            }
+            let len = t.tree.len();
+            assert_eq!(t.tree.reserve_bound(), want(len), "{params:?} len={len}");
+            bounds.insert(t.tree.reserve_bound());
+        }
+        assert!(bounds.len() > 5, "too few thresholds crossed: {bounds:?}");
+    }
+}
+
+#[test]
+fn max_height_tables_match_the_recurrence() {
+    let custom = BalanceParams::custom(3, 2, 0);
+    let mut rng = Rng::new(5);
+    for params in [BOTH[0], BOTH[1], custom] {
+        let probe = |n: usize| {
+            for cap in [0, 1, 2, 13, MAX_DEPTH - 1, MAX_DEPTH, MAX_DEPTH + 1, 1000] {
+                let slow = params.max_height_by_recurrence(n, cap);
+                assert_eq!(
+                    params.max_height(n, cap),
+                    slow,
+                    "{params:?} n={n} cap={cap}"
+                );
+            }
+        };
+        for n in 0..5000 {
+            probe(n);
+        }
+        // Around every threshold, and sizes from every order of magnitude.
+        for h in 1..=70 {
+            // The fewest nodes of height `h`: binary search, the height
+            // growing with the nodes.
+            let (mut lo, mut hi) = (0usize, usize::MAX);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if params.max_height_by_recurrence(mid, usize::MAX) >= h {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            for n in [lo.saturating_sub(1), lo, lo.saturating_add(1)] {
+                probe(n);
+            }
+        }
+        for _ in 0..2000 {
+            probe(rng.next_u64() as usize >> rng.below(64));
+        }
+        probe(usize::MAX);
+    }
+}
+
 #[test]
 fn insert_and_remove_need_cover_use() {
     // The need computed before an update bounds what it takes.
