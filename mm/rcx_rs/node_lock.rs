@@ -92,7 +92,10 @@ impl NodeLocks {
 /// Allocates the words of `slots` lock slots in one array, slot after
 /// slot, `nr_node_ids` words each: [`NodeWords::of_slot`] hands out a
 /// slot's words.
-pub(crate) fn alloc_slot_words(slots: usize, flags: Flags) -> Result<KVec<CacheAligned<AtomicUsize>>> {
+pub(crate) fn alloc_slot_words(
+    slots: usize,
+    flags: Flags,
+) -> Result<KVec<CacheAligned<AtomicUsize>>> {
     let n = slots.checked_mul(numa::nr_node_ids()).ok_or(EINVAL)?;
     let mut words = KVec::with_capacity(n, flags)?;
     for _ in 0..n {
