@@ -327,7 +327,9 @@ static void gcma_cma_walker_wait_release(struct gcma_cma_walker *w,
 {
 	unsigned long timeout = jiffies + HZ;
 
+	/* Publishes the reference taken above before the pfn that names it. */
 	smp_store_release(&w->held, pfn);
+	/* Pairs with the test's release of @released in _let_go(). */
 	while (!smp_load_acquire(&w->released) && !kthread_should_stop() &&
 	       time_before(jiffies, timeout))
 		usleep_range(10, 20);
@@ -375,6 +377,7 @@ static bool gcma_cma_walker_hold(struct gcma_cma_walker *w, unsigned long pfn,
 	WRITE_ONCE(w->lo, pfn);
 	WRITE_ONCE(w->hi, pfn + n);
 	while (time_before(jiffies, timeout)) {
+		/* Pairs with the walker's release: its reference is taken. */
 		unsigned long held = smp_load_acquire(&w->held);
 
 		if (held >= pfn && held < pfn + n)
@@ -388,6 +391,7 @@ static bool gcma_cma_walker_hold(struct gcma_cma_walker *w, unsigned long pfn,
 /* Lets a held reference go and waits until the walker has dropped it. */
 static void gcma_cma_walker_let_go(struct gcma_cma_walker *w)
 {
+	/* Orders the test's release of the range before the walker's put. */
 	smp_store_release(&w->released, true);
 	while (READ_ONCE(w->held))
 		usleep_range(10, 20);
