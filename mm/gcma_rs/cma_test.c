@@ -312,10 +312,15 @@ static void gcma_cma_dma_coherent(struct kunit *test)
  * with kmemleak on).  So that the deferred free path runs on every
  * machine, the test can also ask it to hold: with @hold set, the walker
  * publishes the pfn it holds in @held and keeps its reference until the
- * test sets @released, so the release is known to come first.
+ * test sets @released, so the release is known to come first.  It holds
+ * only a page of [@hold_lo, @hold_hi): a walk that read the bounds while
+ * the test was changing them can span other allocated pages of the area
+ * (DMA buffers of devices, with gcma.dma_cma=1), which the test is not
+ * about to release.
  */
 struct gcma_cma_walker {
 	unsigned long lo, hi;	/* pfns to walk, published by the test */
+	unsigned long hold_lo, hold_hi;	/* pfns @hold applies to */
 	bool hold;		/* keep the next reference until @released */
 	bool released;
 	unsigned long held;	/* pfn held for the test, 0 when none */
@@ -351,7 +356,9 @@ static int gcma_cma_walk(void *arg)
 			if (!get_page_unless_zero(p))
 				continue;
 			w->gets++;
-			if (READ_ONCE(w->hold))
+			/* Pairs with the release in _hold(): the bounds are set. */
+			if (smp_load_acquire(&w->hold) &&
+			    pfn >= READ_ONCE(w->hold_lo) && pfn < READ_ONCE(w->hold_hi))
 				gcma_cma_walker_wait_release(w, pfn);
 			else
 				udelay(2);
@@ -372,7 +379,10 @@ static bool gcma_cma_walker_hold(struct gcma_cma_walker *w, unsigned long pfn,
 	unsigned long timeout = jiffies + HZ;
 
 	WRITE_ONCE(w->released, false);
-	WRITE_ONCE(w->hold, true);
+	WRITE_ONCE(w->hold_lo, pfn);
+	WRITE_ONCE(w->hold_hi, pfn + n);
+	/* Publishes the bounds before the request. */
+	smp_store_release(&w->hold, true);
 	WRITE_ONCE(w->hi, 0);
 	WRITE_ONCE(w->lo, pfn);
 	WRITE_ONCE(w->hi, pfn + n);
