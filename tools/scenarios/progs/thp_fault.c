@@ -181,6 +181,10 @@ static int verify(uint64_t g, const char *who)
 struct mem {
 	unsigned long anon_huge_kb, rss_kb, huge_regions, area_pages, huge_in_area, present;
 	unsigned long node_pages[MAX_NODES];
+	/* pages move_pages() found mapped: kswapd may swap some out between
+	 * the pagemap read and the query
+	 */
+	unsigned long node_present;
 	int nodes_known;
 };
 
@@ -259,8 +263,10 @@ static void physical(struct mem *m)
 	}
 	if (n && !syscall(SYS_move_pages, 0, n, pages, NULL, status, 0)) {
 		for (i = 0; i < n; i++)
-			if (status[i] >= 0 && status[i] < MAX_NODES)
+			if (status[i] >= 0 && status[i] < MAX_NODES) {
 				m->node_pages[status[i]]++;
+				m->node_present++;
+			}
 		m->nodes_known = 1;
 	}
 out:
@@ -431,10 +437,11 @@ static int do_migrate(const char *arg)
 		return -1;
 	for (p = 0; p < npages; p++)
 		live += state[p] != GONE;
-	printf("THP-MIGRATE node=%lu pages_there=%lu pages=%zu\n", node, m.node_pages[node], live);
-	if (m.node_pages[node] != m.present || !m.present) {
-		fprintf(stderr, "thp_fault: migrate: %lu of %lu present pages on node %lu\n",
-			m.node_pages[node], m.present, node);
+	printf("THP-MIGRATE node=%lu pages_there=%lu mapped=%lu pages=%zu\n", node,
+	       m.node_pages[node], m.node_present, live);
+	if (m.node_pages[node] != m.node_present || !m.node_present) {
+		fprintf(stderr, "thp_fault: migrate: %lu of %lu mapped pages on node %lu\n",
+			m.node_pages[node], m.node_present, node);
 		return -1;
 	}
 	return 0;
