@@ -50,7 +50,9 @@ check advised thp_wait_pause $ST advised $pid
 
 # Mode never: khugepaged scans (full_scans grows) but gets no huge page: the
 # buddy allocator has no free 2 MiB block, and the area is not asked.
-check never_scanned wait_for 60 test "$(read_counter $K/full_scans)" -ge $((fs0 + 3))
+# Two full scans (each one fails its collapse allocations, and their
+# compaction, under fragmentation: one CI run managed two in 60 s).
+check never_scanned wait_for 120 test "$(read_counter $K/full_scans)" -ge $((fs0 + 2))
 check never_no_collapse_alloc expect_eq "$(tstat collapse_alloc)" "$c0"
 check never_area_unused expect_eq "$(used)" 0
 log "mode never: full_scans $(read_counter $K/full_scans), pages_collapsed $(read_counter $K/pages_collapsed), thp_collapse_alloc_failed $(read_counter /proc/vmstat thp_collapse_alloc_failed)"
