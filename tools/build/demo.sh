@@ -108,4 +108,15 @@ done | awk '
 		print "  fault = fault and first write of one 2 MiB region; random = 3 passes of 16M random 8-byte accesses (median)."
 		print "  TCG does not model TLB reach: no conclusion is drawn from the random-access times."
 	}'
+
+# The area map's search against first-fit bitmap scans: a host benchmark
+# (tools/host/crates/gcma-core), the allocator's own work without the
+# kernel around it, so that its figures are free of QEMU's noise.
+echo
+echo "GCMA area map against first-fit bitmap scans, host (gcma-bench, best of 3 rounds):"
+if ! (cd "$repo/tools/host" && cargo run -q --release -p gcma-core --bin gcma-bench) 2>&1 |
+	sed 's/^/  /'; then
+	echo "  gcma-bench failed"
+	rc=1
+fi
 exit $rc
