@@ -25,9 +25,9 @@
  *    THP allocation, and takes the blocks that freed.
  *
  * Then it prints one summary line, creates READY_FILE if given, and holds
- * everything until killed; every second it takes the blocks that have
- * become whole since (as in step 3, one line on stderr when it took some).  Exit 0 never (it sleeps),
- * 1 error, 2 usage error.
+ * everything until killed; ten times a second it takes the blocks that
+ * have become whole since (as in step 3, one line on stderr when it took
+ * some).  Exit 0 never (it sleeps), 1 error, 2 usage error.
  *
  * Our own minimal version for the selftest scenario; see also fragment.c.
  */
@@ -290,11 +290,12 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	/*
-	 * Hold it, and every second take the blocks that have become whole
-	 * since (pages that were on per-CPU lists, freed kernel memory).
+	 * Hold it, and ten times a second take the blocks that have become
+	 * whole since (pages that were on per-CPU lists, freed kernel memory,
+	 * memory that reclaim and kcompactd consolidated).
 	 */
 	for (;;) {
-		sleep(1);
+		usleep(100000);
 		huge = take_free_blocks();
 		if (huge)
 			fprintf(stderr, "fragpin: took %ld blocks freed since\n", huge);
