@@ -16,13 +16,13 @@ pub fn bucket_of(key: u64, n: usize) -> usize {
 }
 
 /// An RCX-protected hash table of `u64` keys below [`KEY_LIMIT`], each
-/// with an optional value.
-pub struct RcxHash<V: Send + Sync + 'static = ()> {
+/// with a value (see [`crate::list::RcxList`]).
+pub struct RcxHash<V: Send + Sync + Default + 'static = ()> {
     rcx: Rcx,
     buckets: KVec<ListCore<V>>,
 }
 
-impl<V: Send + Sync + 'static> RcxHash<V> {
+impl<V: Send + Sync + Default + 'static> RcxHash<V> {
     /// Returns an empty table of `buckets` buckets (at least one).
     pub fn new(mode: Mode, buckets: usize) -> Result<Self> {
         Self::with_rcx(Rcx::new(mode)?, buckets)
@@ -57,13 +57,13 @@ impl<V: Send + Sync + 'static> RcxHash<V> {
     }
 
     /// Calls `f` with `key`'s value if the key is in the table.
-    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(Option<&V>) -> R) -> Option<R> {
+    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(&V) -> R) -> Option<R> {
         let guard = rcu::read_lock();
         self.bucket(key).get(key, &guard).map(f)
     }
 
     /// Inserts `key`: `Ok(true)` if inserted, `Ok(false)` if present.
-    pub fn insert(&self, key: u64, value: Option<V>) -> Result<bool> {
+    pub fn insert(&self, key: u64, value: V) -> Result<bool> {
         if key == KEY_LIMIT {
             return Err(EINVAL);
         }

@@ -9,11 +9,17 @@
 //! [`Rcx::attempt`] locks them, the update revalidates (no item removed, the
 //! links found by the walk unchanged) and publishes with release stores.
 //! A removed item is marked and freed after a grace period.
+//!
+//! The removal mark is the low bit of the removed item's own link, as in
+//! Harris's lists: a linked item's link is never marked, so the link
+//! comparisons of a revalidation also tell that the item is still linked,
+//! and an item needs no field of its own for the mark.  Readers clear the
+//! bit when they follow a link (one `and` per step).
 
 use core::{
     mem,
     ptr::{self, NonNull},
-    sync::atomic::{AtomicBool, AtomicPtr, Ordering},
+    sync::atomic::{AtomicPtr, Ordering},
 };
 use kernel::{
     prelude::*,
@@ -25,18 +31,38 @@ use crate::{backoff, Attempt, HeaderRef, Mode, Rcx, Stats};
 /// The key of the tail sentinel, which no item may use.
 pub const KEY_LIMIT: u64 = u64::MAX;
 
+/// The removal mark: the low bit of a removed item's `next`.  Items are
+/// at least 8-byte aligned, so the bit is never part of an address.
+const MARK: usize = 1;
+
+/// Returns whether `p` carries the removal mark.
+fn is_marked<V>(p: *mut Item<V>) -> bool {
+    p as usize & MARK != 0
+}
+
+/// Returns `p` without the removal mark (the same allocation: the mark
+/// is subtracted, not masked out through an integer).
+fn unmarked<V>(p: *mut Item<V>) -> *mut Item<V> {
+    p.wrapping_byte_sub(p as usize & MARK)
+}
+
 /// An RCX-protected list item (listing 3.3, without the lock state): the
-/// key and the link readers follow, the RCU head, the removal mark and the
-/// value.  The item's node words and global lock are those of its lock
-/// slot in the [`Rcx`] (see the crate documentation), so an item without
-/// a value, or with a small one, is a 64-byte object, one cache line.
+/// key and the link readers follow (which carries the removal mark), the
+/// RCU head and the value.  The item's node words and global lock are
+/// those of its lock slot in the [`Rcx`] (see the crate documentation), so
+/// an item without a value is the size of the RCU baseline's node, 32
+/// bytes.
+///
+/// # Invariants
+///
+/// `next` is marked (`MARK` set) if and only if the item was unlinked by
+/// a removal; only the tail sentinel's `next` is null.
 #[repr(C)]
 pub struct Item<V> {
     key: u64,
     next: AtomicPtr<Item<V>>,
     rcu: RcuHead,
-    removed: AtomicBool,
-    value: Option<V>,
+    value: V,
 }
 
 // SAFETY: `rcu` is a field of type `RcuHead` used only by `drop_after_gp`.
@@ -52,13 +78,13 @@ unsafe impl<V: Send + Sync> Sync for Item<V> {}
 
 impl<V> Item<V> {
     /// Allocates an item and leaks it.
-    fn alloc(key: u64, value: Option<V>, next: *mut Item<V>) -> Result<NonNull<Self>> {
+    fn alloc(key: u64, value: V, next: *mut Item<V>) -> Result<NonNull<Self>> {
         let b = KBox::new(
             Item {
                 key,
+                // INVARIANT: not yet linked, not removed.
                 next: AtomicPtr::new(next),
                 rcu: RcuHead::new(),
-                removed: AtomicBool::new(false),
                 value,
             },
             GFP_KERNEL,
@@ -70,6 +96,12 @@ impl<V> Item<V> {
     /// Returns the key.
     pub fn key(&self) -> u64 {
         self.key
+    }
+
+    /// Returns whether the item was removed (it is unlinked).  Stable
+    /// while the caller holds the item's slot; a hint otherwise.
+    pub fn is_removed(&self) -> bool {
+        is_marked(self.next.load(Ordering::Relaxed))
     }
 
     /// Returns the item's lock slot in `rcx`.
@@ -85,9 +117,10 @@ impl<V> Item<V> {
 ///
 /// `head` and `tail` are valid items allocated by [`Item::alloc`]; from
 /// `head`, `next` links visit every linked item in strictly ascending key
-/// order and end at `tail`.  Linked items are owned by the list; an
-/// unlinked item is marked removed and handed to [`rcu::drop_after_gp`]
-/// by the updater that unlinked it.
+/// order and end at `tail`; no linked item's `next` is marked.  Linked
+/// items are owned by the list; an unlinked item is marked removed and
+/// handed to [`rcu::drop_after_gp`] by the updater that unlinked it.  The
+/// sentinels hold `V::default()`, which no lookup returns.
 pub(crate) struct ListCore<V: Send + Sync + 'static> {
     head: NonNull<Item<V>>,
 }
@@ -98,11 +131,11 @@ unsafe impl<V: Send + Sync> Send for ListCore<V> {}
 // SAFETY: see above.
 unsafe impl<V: Send + Sync> Sync for ListCore<V> {}
 
-impl<V: Send + Sync + 'static> ListCore<V> {
+impl<V: Send + Sync + Default + 'static> ListCore<V> {
     /// Returns an empty list: the two sentinels.
     pub(crate) fn new() -> Result<Self> {
-        let tail = Item::alloc(KEY_LIMIT, None, ptr::null_mut())?;
-        let head = match Item::alloc(0, None, tail.as_ptr()) {
+        let tail = Item::alloc(KEY_LIMIT, V::default(), ptr::null_mut())?;
+        let head = match Item::alloc(0, V::default(), tail.as_ptr()) {
             Ok(h) => h,
             Err(e) => {
                 // SAFETY: `tail` came from `KBox::into_raw` and nobody saw it.
@@ -113,40 +146,49 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         // INVARIANT: head links to tail.
         Ok(Self { head })
     }
+}
 
+impl<V: Send + Sync + 'static> ListCore<V> {
     /// Returns the item behind a link loaded under `_guard`.
     fn item<'g>(p: *mut Item<V>, _guard: &'g rcu::Guard) -> &'g Item<V> {
+        let p = unmarked(p);
         // SAFETY: `p` was loaded from a link reachable from `head` inside
-        // the read-side section of `_guard`; the list never stores null in
-        // a link it walks past (only `tail.next` is null and walks stop at
-        // `tail`), and unlinked items are freed only after a grace period.
+        // the read-side section of `_guard`, its mark cleared; the list
+        // never stores null in a link it walks past (only `tail.next` is
+        // null and walks stop at `tail`), and unlinked items are freed
+        // only after a grace period.
         unsafe { &*p }
+    }
+
+    /// Returns the successor of `item`, even if `item` was removed.
+    fn next<'g>(item: &'g Item<V>, guard: &'g rcu::Guard) -> &'g Item<V> {
+        Self::item(item.next.load(Ordering::Acquire), guard)
     }
 
     /// Returns the last item with a key below `key` and its successor,
     /// whose key is at least `key` (listing 3.5, lines 4 to 9).
     fn find<'g>(&self, key: u64, guard: &'g rcu::Guard) -> (&'g Item<V>, &'g Item<V>) {
         let mut prev = Self::item(self.head.as_ptr(), guard);
-        let mut next = Self::item(prev.next.load(Ordering::Acquire), guard);
+        let mut next = Self::next(prev, guard);
         while next.key < key {
             prev = next;
-            next = Self::item(prev.next.load(Ordering::Acquire), guard);
+            next = Self::next(prev, guard);
         }
         (prev, next)
     }
 
     /// Returns the value of `key`'s item if it is in the list.
-    pub(crate) fn get<'g>(&self, key: u64, guard: &'g rcu::Guard) -> Option<Option<&'g V>> {
+    pub(crate) fn get<'g>(&self, key: u64, guard: &'g rcu::Guard) -> Option<&'g V> {
         if key == KEY_LIMIT {
             return None;
         }
         let (_, next) = self.find(key, guard);
-        (next.key == key).then_some(next.value.as_ref())
+        (next.key == key).then_some(&next.value)
     }
 
     /// Inserts `key` with `value` (listing 3.5): `Ok(true)` if it was
     /// inserted, `Ok(false)` if the key was there already.
-    pub(crate) fn insert(&self, rcx: &Rcx, key: u64, value: Option<V>) -> Result<bool> {
+    pub(crate) fn insert(&self, rcx: &Rcx, key: u64, value: V) -> Result<bool> {
         if key == KEY_LIMIT {
             return Err(EINVAL);
         }
@@ -168,10 +210,9 @@ impl<V: Send + Sync + 'static> ListCore<V> {
                 .next
                 .store(next_ptr, Ordering::Relaxed);
             let r = rcx.attempt([prev.hdr(rcx), next.hdr(rcx)], || {
-                if prev.removed.load(Ordering::Relaxed)
-                    || next.removed.load(Ordering::Relaxed)
-                    || prev.next.load(Ordering::Relaxed) != next_ptr
-                {
+                // A removed `prev` has a marked link, which differs from
+                // `next_ptr`.
+                if prev.next.load(Ordering::Relaxed) != next_ptr || next.is_removed() {
                     return false;
                 }
                 // Release: readers that find `new` see its fields.
@@ -199,18 +240,29 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             }
             let e_ptr = e as *const Item<V> as *mut Item<V>;
             let n_ptr = e.next.load(Ordering::Acquire);
+            if is_marked(n_ptr) {
+                // `e` was removed meanwhile: look again.
+                drop(guard);
+                backoff();
+                continue;
+            }
             let n = Self::item(n_ptr, &guard);
             let r = rcx.attempt([p.hdr(rcx), e.hdr(rcx), n.hdr(rcx)], || {
-                if p.removed.load(Ordering::Relaxed)
-                    || e.removed.load(Ordering::Relaxed)
-                    || n.removed.load(Ordering::Relaxed)
-                    || p.next.load(Ordering::Relaxed) != e_ptr
+                // Unmarked links equal to the ones the walk saw: `p` and
+                // `e` are still linked, and so is `n`.
+                if p.next.load(Ordering::Relaxed) != e_ptr
                     || e.next.load(Ordering::Relaxed) != n_ptr
+                    || n.is_removed()
                 {
                     return false;
                 }
                 p.next.store(n_ptr, Ordering::Release);
-                e.removed.store(true, Ordering::Relaxed);
+                // INVARIANT: `e` is unlinked, so it gets the mark (`n_ptr`
+                // has none, checked after the load).  Release: a reader
+                // that follows the marked link to `n` sees `n`'s fields, as
+                // it would through the unmarked one.
+                e.next
+                    .store(n_ptr.wrapping_byte_add(MARK), Ordering::Release);
                 true
             });
             drop(guard);
@@ -235,13 +287,10 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         let mut last: Option<u64> = None;
         loop {
             let next_ptr = cur.next.load(Ordering::Acquire);
-            if next_ptr.is_null() {
+            if next_ptr.is_null() || is_marked(next_ptr) {
                 return Err(EINVAL);
             }
             let next = Self::item(next_ptr, &guard);
-            if next.removed.load(Ordering::Relaxed) {
-                return Err(EINVAL);
-            }
             if next.key == KEY_LIMIT && next.next.load(Ordering::Relaxed).is_null() {
                 return Ok(n);
             }
@@ -264,7 +313,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         let guard = rcu::read_lock();
         let mut cur = Self::item(self.head.as_ptr(), &guard);
         loop {
-            let next = Self::item(cur.next.load(Ordering::Acquire), &guard);
+            let next = Self::next(cur, &guard);
             if next.key == KEY_LIMIT {
                 return;
             }
@@ -276,7 +325,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
     /// Returns the first linked item, or the tail, for layout checks.
     pub(crate) fn first<'g>(&self, guard: &'g rcu::Guard) -> &'g Item<V> {
         let head = Self::item(self.head.as_ptr(), guard);
-        Self::item(head.next.load(Ordering::Acquire), guard)
+        Self::next(head, guard)
     }
 }
 
@@ -295,13 +344,14 @@ impl<V: Send + Sync + 'static> Drop for ListCore<V> {
 }
 
 /// An RCX-protected sorted list of `u64` keys below [`KEY_LIMIT`], each
-/// with an optional value.
-pub struct RcxList<V: Send + Sync + 'static = ()> {
+/// with a value (`()` for a set; an `Option` for optional values, free of
+/// cost when the value type has a niche, as a `KBox` or `Arc` has).
+pub struct RcxList<V: Send + Sync + Default + 'static = ()> {
     rcx: Rcx,
     core: ListCore<V>,
 }
 
-impl<V: Send + Sync + 'static> RcxList<V> {
+impl<V: Send + Sync + Default + 'static> RcxList<V> {
     /// Returns an empty list whose updates win the node words as `mode` says.
     pub fn new(mode: Mode) -> Result<Self> {
         Self::with_rcx(Rcx::new(mode)?)
@@ -332,16 +382,16 @@ impl<V: Send + Sync + 'static> RcxList<V> {
         self.core.get(key, &guard).is_some()
     }
 
-    /// Calls `f` with `key`'s value (`None` for an item without one) if
-    /// the key is in the list, inside an RCU read-side section.
-    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(Option<&V>) -> R) -> Option<R> {
+    /// Calls `f` with `key`'s value if the key is in the list, inside an
+    /// RCU read-side section.
+    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(&V) -> R) -> Option<R> {
         let guard = rcu::read_lock();
         self.core.get(key, &guard).map(f)
     }
 
     /// Inserts `key`: `Ok(true)` if inserted, `Ok(false)` if present (the
     /// value is dropped), `EINVAL` for [`KEY_LIMIT`], `ENOMEM`.
-    pub fn insert(&self, key: u64, value: Option<V>) -> Result<bool> {
+    pub fn insert(&self, key: u64, value: V) -> Result<bool> {
         self.core.insert(&self.rcx, key, value)
     }
 
@@ -374,5 +424,15 @@ impl<V: Send + Sync + 'static> RcxList<V> {
     pub fn with_first<R>(&self, f: impl FnOnce(&Item<V>) -> R) -> R {
         let guard = rcu::read_lock();
         f(self.core.first(&guard))
+    }
+
+    /// Returns the key of the item `item` links to, following its link
+    /// even if `item` was removed, for tests.  `item` comes from one of
+    /// the list's walks, inside the read-side section that still protects
+    /// it; what it links to was linked during that section, so it is
+    /// protected too.
+    pub(crate) fn key_after(&self, item: &Item<V>) -> u64 {
+        let guard = rcu::read_lock();
+        ListCore::next(item, &guard).key
     }
 }

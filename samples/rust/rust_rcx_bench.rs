@@ -80,7 +80,7 @@ impl Subject for RcxList {
         self.contains(k)
     }
     fn insert(&self, k: u64) -> bool {
-        RcxList::insert(self, k, None).unwrap_or(false)
+        RcxList::insert(self, k, ()).unwrap_or(false)
     }
     fn remove(&self, k: u64) -> bool {
         RcxList::remove(self, k)
@@ -95,7 +95,7 @@ impl Subject for RcxHash {
         self.contains(k)
     }
     fn insert(&self, k: u64) -> bool {
-        RcxHash::insert(self, k, None).unwrap_or(false)
+        RcxHash::insert(self, k, ()).unwrap_or(false)
     }
     fn remove(&self, k: u64) -> bool {
         RcxHash::remove(self, k)
