@@ -161,6 +161,10 @@ fn large(r: &mut Rng) -> Request {
     (r.range(65, 256), r.range(0, 4) as u32)
 }
 
+/// Longer than any free run of the fragmented area (at most
+/// [`Config::max_chunk`] pages per chunk, and a run of 1024 would need
+/// dozens of freed chunks in a row): every request fails, and the workload
+/// measures how fast an allocator finds that out.
 fn huge(r: &mut Rng) -> Request {
     (r.range(1024, 4096), 0)
 }
@@ -204,7 +208,7 @@ const WORKLOADS: [Workload; 7] = [
         gen: large,
     },
     Workload {
-        name: "fixed: huge 1024-4096",
+        name: "fixed: huge 1024-4096, never fits",
         kind: Kind::Fixed,
         gen: huge,
     },
