@@ -271,7 +271,9 @@ expect_mounted() {
 	return 1
 }
 
-# wait_for SECONDS CMD...: poll CMD once a second until it succeeds.
+# wait_for SECONDS CMD...: poll CMD once a second until it succeeds.  The
+# arguments are expanded once, by the caller's shell: to wait for a value
+# that changes, poll it with value_is, not with test "$(...)".
 wait_for() {
 	local t
 	t=$1
@@ -285,6 +287,15 @@ wait_for() {
 		t=$((t - 1))
 	done
 	return 0
+}
+
+# value_is 'CMD' OP N: the output of the shell command CMD, run now,
+# compares to N with test's OP (-eq, -ge, -le, ...), e.g.
+# wait_for 5 value_is "read_counter $G/primary_used_pages" -eq 0.
+value_is() {
+	local v
+	v=$(eval "$1") || return 1
+	[ -n "$v" ] && [ "$v" "$2" "$3" ]
 }
 
 # Splat lines the scenario header allows ("# allow-splat: REGEX").

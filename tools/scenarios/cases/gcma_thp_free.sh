@@ -39,7 +39,7 @@ resume() {
 # used_is N: the area's page count is N (after up to 5 s: frees may be
 # batched).
 used_is() {
-	if wait_for 5 test "$(used)" -eq "$1"; then
+	if wait_for 5 value_is used -eq "$1"; then
 		echo "primary_used_pages $(used)"
 		return 0
 	fi
@@ -50,7 +50,7 @@ used_is() {
 # 5 s).  Used where kswapd may also swap mapped pages out meanwhile (the
 # fragmenter leaves little free memory), which frees more.
 used_at_most() {
-	if wait_for 5 test "$(used)" -le "$1"; then
+	if wait_for 5 value_is used -le "$1"; then
 		echo "primary_used_pages $(used) <= $1"
 		return 0
 	fi

@@ -52,7 +52,7 @@ check advised thp_wait_pause $ST advised $pid
 # buddy allocator has no free 2 MiB block, and the area is not asked.
 # Two full scans (each one fails its collapse allocations, and their
 # compaction, under fragmentation: one CI run managed two in 60 s).
-check never_scanned wait_for 120 test "$(read_counter $K/full_scans)" -ge $((fs0 + 2))
+check never_scanned wait_for 120 value_is "read_counter $K/full_scans" -ge $((fs0 + 2))
 check never_no_collapse_alloc expect_eq "$(tstat collapse_alloc)" "$c0"
 check never_area_unused expect_eq "$(used)" 0
 log "mode never: full_scans $(read_counter $K/full_scans), pages_collapsed $(read_counter $K/pages_collapsed), thp_collapse_alloc_failed $(read_counter /proc/vmstat thp_collapse_alloc_failed)"
@@ -71,7 +71,7 @@ check collapse_alloc_count expect_ge "$(tstat collapse_alloc)" $((c0 + huge))
 check collapse_area_pages expect_eq "$(used)" $((512 * huge))
 kill -USR1 $pid
 check collapse_every_byte wait $pid
-check collapse_freed wait_for 5 test "$(used)" -eq 0
+check collapse_freed wait_for 5 value_is used -eq 0
 
 # MADV_COLLAPSE, with khugepaged slow again and THP faults off (it does not
 # depend on the sysfs setting): the same allocation path.
@@ -88,7 +88,7 @@ check madv_collapse_alloc expect_eq "$(tstat collapse_alloc)" $((c0 + 8))
 check madv_collapse_area_pages expect_eq "$(used)" 4096
 kill -USR1 $pid
 check madv_collapse_every_byte wait $pid
-check madv_collapse_freed wait_for 5 test "$(used)" -eq 0
+check madv_collapse_freed wait_for 5 value_is used -eq 0
 
 kill "$(cat /tmp/frag.pid)"
 log "stat: $(tr '\n' ' ' <$T/stat)"

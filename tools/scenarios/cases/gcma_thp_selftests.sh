@@ -162,11 +162,9 @@ free_huge_blocks() {
 # fragmented: no free 2 MiB block is left, or none within 30 s.  Blocks
 # keep becoming whole while fragpin holds its pages (reclaim and kcompactd
 # consolidate the memory fragpin did not pin), and fragpin takes them ten
-# times a second; CI once saw one free block at each of ten samples a
-# second apart, when fragpin swept once a second.  On failure, the free
-# lists.
+# times a second.  On failure, the free lists.
 fragmented() {
-	if wait_for 30 test "$(free_huge_blocks)" -eq 0; then
+	if wait_for 30 value_is free_huge_blocks -eq 0; then
 		echo "no free 2 MiB block"
 		return 0
 	fi

@@ -83,7 +83,7 @@ run() {
 			"gcma_fault_alloc=$(($(tstat fault_alloc) - ga0))" \
 			"gcma_fault_fail=$(($(tstat fault_fail) - gf0))" \
 			"rand_ops=$ops rand_ms=$((rand / 1000000))"
-		check "${name}_area_freed" wait_for 5 test "$(read_counter $G/primary_used_pages)" -eq 0
+		check "${name}_area_freed" wait_for 5 value_is "read_counter $G/primary_used_pages" -eq 0
 	done
 }
 
@@ -94,7 +94,7 @@ echo always >$T/mode
 warm=$((($(read_counter /proc/meminfo MemAvailable) / 1024 - 256) / 2 * 2))
 check warm_up thp_fault -q -c "$cpu" -m "$warm"
 log "warm-up: $warm MiB touched"
-check warm_up_freed wait_for 5 test "$(read_counter $G/primary_used_pages)" -eq 0
+check warm_up_freed wait_for 5 value_is "read_counter $G/primary_used_pages" -eq 0
 
 run 0
 fragment -r 48 -p /tmp/frag.pid >/tmp/frag.out 2>&1 &
