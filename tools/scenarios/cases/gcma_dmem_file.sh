@@ -44,6 +44,11 @@ log "file client: $(for c in stored_pages stores loads misses invalidations evic
 for fs in ext2 ext4; do
 	in_cgroup $CG/files dd if=/dev/urandom of=/mnt/$fs/kept bs=1M count=4 conv=fsync 2>/dev/null
 done
+# Held open, so that their inodes stay in memory: memory.reclaim also
+# shrinks the cgroup's dentry and inode caches, and an inode evicted
+# drops its pages from DMEM (truncate_inode_pages_final()), which would
+# leave nothing stored here.
+exec 3</mnt/ext2/kept 4</mnt/ext4/kept
 # memory.reclaim may stop short of evicting them (it gives up with
 # EAGAIN when a round reclaims too little): ask up to five times.
 i=0
@@ -51,9 +56,10 @@ while [ $i -lt 5 ] && [ "$(read_counter $F/stored_pages)" -lt 1024 ]; do
 	echo 1G > $CG/files/memory.reclaim 2>/dev/null
 	i=$((i + 1))
 done
-log "kept files: $i memory.reclaim writes"
+log "kept files: $i memory.reclaim writes; invalidations $(read_counter $F/invalidations)"
 check kept_stored expect_ge "$(read_counter $F/stored_pages)" 1024
 check lent_to_dmem expect_ge "$(read_counter $G/secondary_lent_pages)" 1024
+exec 3<&- 4<&-
 
 # Unmount drops every entry of the superblock; nothing is left.
 umount /mnt/ext2
