@@ -166,6 +166,11 @@ def main():
     ap.add_argument("--under", action="append", default=[], metavar="REGEX",
                     help="also profile the samples with a function matching "
                          "REGEX on the stack, apart (repeatable)")
+    ap.add_argument("--annotate", action="append", default=[], metavar="REGEX",
+                    help="print the disassembly of the functions matching "
+                         "REGEX with the samples of each instruction "
+                         "(repeatable; TCG stops a vCPU between translation "
+                         "blocks, so hits land on block starts)")
     args = ap.parse_args()
 
     syms = Symbols(args.vmlinux)
@@ -180,13 +185,16 @@ def main():
     self_hits = collections.Counter()
     incl_hits = collections.Counter()
     unders = [(re.compile(u), u, collections.Counter()) for u in args.under]
+    annotate = [re.compile(a) for a in args.annotate]
+    ip_hits = collections.Counter()
     samples = 0
     t_end = time.monotonic() + args.duration
     last_check = 0.0
     while time.monotonic() < t_end:
         time.sleep(args.interval)
         try:
-            samples += sample(stub, syms, args.stack_words, self_hits, incl_hits, unders)
+            samples += sample(stub, syms, args.stack_words, self_hits, incl_hits,
+                              unders, annotate, ip_hits)
         except (EOFError, OSError):
             break    # the guest has shut down
         if stop_pat and time.monotonic() - last_check > 1.0:
@@ -199,9 +207,34 @@ def main():
         print("\nself, of the %d samples with /%s/ on the stack:" % (n, text))
         for name, c in hits.most_common(args.top):
             print("  %5.1f%%  %s" % (100.0 * c / n, short(name)))
+    annotate_report(args.vmlinux, syms, ip_hits, samples)
 
 
-def sample(stub, syms, stack_words, self_hits, incl_hits, unders=()):
+def annotate_report(vmlinux, syms, ip_hits, samples):
+    """Prints each annotated function's disassembly with its hits."""
+    by_func = collections.defaultdict(dict)
+    for ip, c in ip_hits.items():
+        by_func[syms.lookup(ip)][ip] = c
+    for name, hits in sorted(by_func.items(), key=lambda kv: -sum(kv[1].values())):
+        i = syms.names.index(name)
+        lo = syms.addrs[i]
+        hi = syms.addrs[i + 1] if i + 1 < len(syms.addrs) else max(hits) + 1
+        total = sum(hits.values())
+        print("\n%d samples (%.1f%%) in %s:" % (total, 100.0 * total / samples, short(name)))
+        dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", "-C",
+                              "--start-address=%#x" % lo, "--stop-address=%#x" % hi,
+                              vmlinux], check=True, capture_output=True,
+                             text=True).stdout
+        for line in dis.splitlines():
+            m = re.match(r"\s*([0-9a-f]+):\s*(.*)", line)
+            if not m:
+                continue
+            c = hits.get(int(m.group(1), 16), 0)
+            print("  %6s  %s" % ("%.1f%%" % (100.0 * c / total) if c else "", line.strip()))
+
+
+def sample(stub, syms, stack_words, self_hits, incl_hits, unders=(),
+           annotate=(), ip_hits=None):
     """Stops the guest, samples every vCPU, resumes; returns the count."""
     n = 0
     stub.interrupt()
@@ -214,6 +247,8 @@ def sample(stub, syms, stack_words, self_hits, incl_hits, unders=()):
         if name is None:
             name = "[user]" if rip < (1 << 63) else "[other]"
         self_hits[name] += 1
+        if any(pat.search(name) for pat in annotate):
+            ip_hits[rip] += 1
         seen = {name}
         if stack_words and name not in ("[user]", "[other]"):
             mem = stub.send("m%x,%x" % (rsp, 8 * stack_words))
