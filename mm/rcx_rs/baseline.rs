@@ -92,6 +92,7 @@ impl LockedList {
         unsafe { &*p }
     }
 
+    #[inline(never)]
     fn find<'g>(&self, key: u64, guard: &'g rcu::Guard) -> (&'g Node, &'g Node) {
         let mut prev = Self::node(self.head.as_ptr(), guard);
         let mut next = Self::node(prev.next.load(Ordering::Acquire), guard);

@@ -8,13 +8,19 @@
 //! links the new one between, a removal the item and its two neighbours;
 //! [`Rcx::attempt`] locks them, the update revalidates (no item removed, the
 //! links found by the walk unchanged) and publishes with release stores.
-//! A removed item is marked and freed after a grace period.
+//! A removed item is freed after a grace period.
 //!
-//! The removal mark is the low bit of the removed item's own link, as in
-//! Harris's lists: a linked item's link is never marked, so the link
-//! comparisons of a revalidation also tell that the item is still linked,
-//! and an item needs no field of its own for the mark.  Readers clear the
-//! bit when they follow a link (one `and` per step).
+//! A removal points the removed item's link back to its predecessor, the
+//! item that linked to it.  Linked items link forward, to a larger key, so
+//! a link that goes back says that its item was removed, and the link
+//! comparisons of a revalidation also tell that the items they compare are
+//! still linked: an item needs no removal mark, and readers need none of
+//! the work a mark costs them.  Their walk is the RCU baseline's, a load of
+//! the link and a load of the key per step.  A reader standing on an item
+//! while it is removed steps back to the predecessor, whose key is below
+//! the one it looks for, and walks on from there; it takes one step back
+//! per removal it meets, so its walk is bounded by the list's length plus
+//! the removals that happen under it.
 
 use core::{
     mem,
@@ -31,32 +37,20 @@ use crate::{backoff, Attempt, HeaderRef, Mode, Rcx, Stats};
 /// The key of the tail sentinel, which no item may use.
 pub const KEY_LIMIT: u64 = u64::MAX;
 
-/// The removal mark: the low bit of a removed item's `next`.  Items are
-/// at least 8-byte aligned, so the bit is never part of an address.
-const MARK: usize = 1;
-
-/// Returns whether `p` carries the removal mark.
-fn is_marked<V>(p: *mut Item<V>) -> bool {
-    p as usize & MARK != 0
-}
-
-/// Returns `p` without the removal mark (the same allocation: the mark
-/// is subtracted, not masked out through an integer).
-fn unmarked<V>(p: *mut Item<V>) -> *mut Item<V> {
-    p.wrapping_byte_sub(p as usize & MARK)
-}
-
-/// An RCX-protected list item (listing 3.3, without the lock state): the
-/// key and the link readers follow (which carries the removal mark), the
-/// RCU head and the value.  The item's node words and global lock are
-/// those of its lock slot in the [`Rcx`] (see the crate documentation), so
-/// an item without a value is the size of the RCU baseline's node, 32
-/// bytes.
+/// An RCX-protected list item (listing 3.3, without the lock state and the
+/// removal mark): the key, the link readers follow, the RCU head and the
+/// value.  The item's node words and global lock are those of its lock
+/// slot in the [`Rcx`] (see the crate documentation), and a removal is told
+/// by the direction of the link, so an item without a value is the size of
+/// the RCU baseline's node, 32 bytes.
 ///
 /// # Invariants
 ///
-/// `next` is marked (`MARK` set) if and only if the item was unlinked by
-/// a removal; only the tail sentinel's `next` is null.
+/// Only the tail sentinel's `next` is null.  A linked item other than the
+/// head sentinel links to an item with a larger key.  An item unlinked by a
+/// removal links to the item that linked to it when it was removed (its
+/// predecessor, linked at that moment), whose key is smaller, or equal if
+/// that is the head sentinel (key 0) and the item's key is 0.
 #[repr(C)]
 pub struct Item<V> {
     key: u64,
@@ -98,10 +92,24 @@ impl<V> Item<V> {
         self.key
     }
 
-    /// Returns whether the item was removed (it is unlinked).  Stable
-    /// while the caller holds the item's slot; a hint otherwise.
+    /// Returns whether the item was removed (it is unlinked): whether its
+    /// link goes back to a key that is not larger.  Stable while the
+    /// caller holds the item's slot; a hint otherwise.
     pub fn is_removed(&self) -> bool {
-        is_marked(self.next.load(Ordering::Relaxed))
+        let next = self.next.load(Ordering::Acquire);
+        if next.is_null() {
+            // The tail sentinel, never removed.
+            return false;
+        }
+        // SAFETY: the list hands out `&Item`s only inside the read-side
+        // section of the walk that found them (`with_first`,
+        // `for_each_item`), and the borrow cannot outlive it; what an
+        // item reachable in that section links to was linked during the
+        // section (type invariants of `ListCore`), so it is not freed
+        // before the section ends.  The head sentinel, the one linked item
+        // whose link may go to an equal key, is never handed out.
+        let next_key = unsafe { (*next).key };
+        next_key <= self.key
     }
 
     /// Returns the item's lock slot in `rcx`.
@@ -117,10 +125,12 @@ impl<V> Item<V> {
 ///
 /// `head` and `tail` are valid items allocated by [`Item::alloc`]; from
 /// `head`, `next` links visit every linked item in strictly ascending key
-/// order and end at `tail`; no linked item's `next` is marked.  Linked
-/// items are owned by the list; an unlinked item is marked removed and
-/// handed to [`rcu::drop_after_gp`] by the updater that unlinked it.  The
-/// sentinels hold `V::default()`, which no lookup returns.
+/// order and end at `tail`.  Linked items are owned by the list; an
+/// unlinked item links back to its predecessor at its removal (see
+/// [`Item`]) and is handed to [`rcu::drop_after_gp`] by the updater that
+/// unlinked it.  So every item a walk reaches, forward or back, was linked
+/// at some moment of the walk's read-side section, and is freed only after
+/// it.  The sentinels hold `V::default()`, which no lookup returns.
 pub(crate) struct ListCore<V: Send + Sync + 'static> {
     head: NonNull<Item<V>>,
 }
@@ -151,22 +161,25 @@ impl<V: Send + Sync + Default + 'static> ListCore<V> {
 impl<V: Send + Sync + 'static> ListCore<V> {
     /// Returns the item behind a link loaded under `_guard`.
     fn item<'g>(p: *mut Item<V>, _guard: &'g rcu::Guard) -> &'g Item<V> {
-        let p = unmarked(p);
         // SAFETY: `p` was loaded from a link reachable from `head` inside
-        // the read-side section of `_guard`, its mark cleared; the list
-        // never stores null in a link it walks past (only `tail.next` is
-        // null and walks stop at `tail`), and unlinked items are freed
-        // only after a grace period.
+        // the read-side section of `_guard`; the list never stores null in
+        // a link it walks past (only `tail.next` is null and walks stop at
+        // `tail`), and what a walk reaches is freed only after its section
+        // (type invariants).
         unsafe { &*p }
     }
 
-    /// Returns the successor of `item`, even if `item` was removed.
+    /// Returns what `item` links to: its successor, or its predecessor if
+    /// `item` was removed.
     fn next<'g>(item: &'g Item<V>, guard: &'g rcu::Guard) -> &'g Item<V> {
         Self::item(item.next.load(Ordering::Acquire), guard)
     }
 
     /// Returns the last item with a key below `key` and its successor,
-    /// whose key is at least `key` (listing 3.5, lines 4 to 9).
+    /// whose key is at least `key` (listing 3.5, lines 4 to 9).  A link
+    /// that goes back (its item was removed under the walk) leads to a key
+    /// below `key`, so the loop walks on from there.
+    #[inline(never)]
     fn find<'g>(&self, key: u64, guard: &'g rcu::Guard) -> (&'g Item<V>, &'g Item<V>) {
         let mut prev = Self::item(self.head.as_ptr(), guard);
         let mut next = Self::next(prev, guard);
@@ -210,9 +223,10 @@ impl<V: Send + Sync + 'static> ListCore<V> {
                 .next
                 .store(next_ptr, Ordering::Relaxed);
             let r = rcx.attempt([prev.hdr(rcx), next.hdr(rcx)], || {
-                // A removed `prev` has a marked link, which differs from
-                // `next_ptr`.
-                if prev.next.load(Ordering::Relaxed) != next_ptr || next.is_removed() {
+                // A removed `prev` links back, to a key below `next`'s, so
+                // not to `next`; a linked one that still links to `next`
+                // keeps `next` linked.
+                if prev.next.load(Ordering::Relaxed) != next_ptr {
                     return false;
                 }
                 // Release: readers that find `new` see its fields.
@@ -238,39 +252,42 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             if e.key != key {
                 return false;
             }
+            let p_ptr = p as *const Item<V> as *mut Item<V>;
             let e_ptr = e as *const Item<V> as *mut Item<V>;
             let n_ptr = e.next.load(Ordering::Acquire);
-            if is_marked(n_ptr) {
-                // `e` was removed meanwhile: look again.
+            let n = Self::item(n_ptr, &guard);
+            if n.key <= e.key {
+                // `e` was removed meanwhile (its link goes back): look
+                // again.
                 drop(guard);
                 backoff();
                 continue;
             }
-            let n = Self::item(n_ptr, &guard);
             let r = rcx.attempt([p.hdr(rcx), e.hdr(rcx), n.hdr(rcx)], || {
-                // Unmarked links equal to the ones the walk saw: `p` and
-                // `e` are still linked, and so is `n`.
+                // Links equal to the ones the walk saw: a removed `p`
+                // would link back, to a key below `e`'s, so `p` is linked
+                // and so are `e` and `n`.
                 if p.next.load(Ordering::Relaxed) != e_ptr
                     || e.next.load(Ordering::Relaxed) != n_ptr
-                    || n.is_removed()
                 {
                     return false;
                 }
                 p.next.store(n_ptr, Ordering::Release);
-                // INVARIANT: `e` is unlinked, so it gets the mark (`n_ptr`
-                // has none, checked after the load).  Release: a reader
-                // that follows the marked link to `n` sees `n`'s fields, as
-                // it would through the unmarked one.
-                e.next
-                    .store(n_ptr.wrapping_byte_add(MARK), Ordering::Release);
+                // INVARIANT: `e` is unlinked and links back to `p`, linked
+                // (checked above, under its slot's lock).  Release, after
+                // the store to `p.next`: a reader that steps back to `p`
+                // finds `p` linking past `e`, and so never steps back and
+                // forth between the two.
+                e.next.store(p_ptr, Ordering::Release);
                 true
             });
             drop(guard);
             if r == Attempt::Done {
                 // SAFETY: `e` was allocated by `Item::alloc` and we just
-                // unlinked it, under its slot's global lock, and marked it removed
-                // so that no other updater can unlink it again; readers
-                // that still see it are covered by the grace period.
+                // unlinked it, under its slot's global lock, and pointed
+                // its link back, so that no other updater's revalidation
+                // accepts it again; readers that still see it are covered
+                // by the grace period.
                 rcu::drop_after_gp(unsafe { KBox::from_raw(e_ptr) });
                 return true;
             }
@@ -278,8 +295,9 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         }
     }
 
-    /// Walks the list and checks it: ascending keys, no duplicate, no
-    /// removed item linked, ending at the tail.  Returns the item count.
+    /// Walks the list and checks it: ascending keys (so no removed item,
+    /// whose link goes back, is linked), no duplicate, ending at the tail.
+    /// Returns the item count.
     pub(crate) fn check(&self) -> Result<usize> {
         let guard = rcu::read_lock();
         let mut n = 0;
@@ -287,7 +305,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         let mut last: Option<u64> = None;
         loop {
             let next_ptr = cur.next.load(Ordering::Acquire);
-            if next_ptr.is_null() || is_marked(next_ptr) {
+            if next_ptr.is_null() {
                 return Err(EINVAL);
             }
             let next = Self::item(next_ptr, &guard);
@@ -426,13 +444,26 @@ impl<V: Send + Sync + Default + 'static> RcxList<V> {
         f(self.core.first(&guard))
     }
 
-    /// Returns the key of the item `item` links to, following its link
-    /// even if `item` was removed, for tests.  `item` comes from one of
-    /// the list's walks, inside the read-side section that still protects
-    /// it; what it links to was linked during that section, so it is
-    /// protected too.
+    /// Returns the key of the item `item` links to (its successor, or its
+    /// predecessor if it was removed), for tests.  `item` comes from one
+    /// of the list's walks, inside the read-side section that still
+    /// protects it; what it links to was linked during that section, so it
+    /// is protected too.
     pub(crate) fn key_after(&self, item: &Item<V>) -> u64 {
         let guard = rcu::read_lock();
         ListCore::next(item, &guard).key
+    }
+
+    /// Walks on from `item` as a lookup of `key` does from the head, and
+    /// returns whether it finds `key`, for tests of readers standing on an
+    /// item while it is removed.  `item` is protected as for
+    /// [`RcxList::key_after`].
+    pub(crate) fn contains_from(&self, item: &Item<V>, key: u64) -> bool {
+        let guard = rcu::read_lock();
+        let mut next = ListCore::next(item, &guard);
+        while next.key < key {
+            next = ListCore::next(next, &guard);
+        }
+        next.key == key
     }
 }

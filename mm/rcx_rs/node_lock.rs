@@ -117,10 +117,21 @@ impl<'a> NodeWords<'a> {
     /// Returns the words of slot `slot` of an array from
     /// [`alloc_slot_words`]; `slot` is below the slot count the array was
     /// allocated for (indexing would panic otherwise).
-    pub(crate) fn of_slot(words: &'a [CacheAligned<AtomicUsize>], slot: usize) -> Self {
-        let n = numa::nr_node_ids();
-        // INVARIANT: `nr_node_ids` words.
-        NodeWords(&words[slot * n..(slot + 1) * n])
+    ///
+    /// `nodes` is `nr_node_ids`, which the update side reads once when it
+    /// allocates the array (the kernel fixes it at boot), so that finding a
+    /// slot costs no call.
+    pub(crate) fn of_slot(
+        words: &'a [CacheAligned<AtomicUsize>],
+        slot: usize,
+        nodes: usize,
+    ) -> Self {
+        debug_assert_eq!(nodes, numa::nr_node_ids());
+        // Wrapping: an overflow only yields a range that the indexing
+        // rejects, so no check of its own is needed on the update path.
+        let start = slot.wrapping_mul(nodes);
+        // INVARIANT: `nodes` is `nr_node_ids`.
+        NodeWords(&words[start..start.wrapping_add(nodes)])
     }
 
     fn word(&self, node: NodeId) -> &'a AtomicUsize {

@@ -8,7 +8,9 @@
 //! own cache line.  An updater first wins its own node's word on every item
 //! it will touch, so updaters of one node settle their contention locally,
 //! and only the winners go on to take the items' global locks, revalidate
-//! and update.
+//! and update.  An update that finds all its global locks free takes them
+//! at once and skips the words: with nothing to settle, it costs one
+//! atomic per item, as the RCU baseline's one lock does.
 //!
 //! The thesis embeds the words and the lock in each item.  Here they live
 //! in a table of [`LOCK_SLOTS`] lock slots owned by the update side, and an
@@ -77,6 +79,8 @@ mod ffi {
     extern "C" {
         pub(crate) fn rcx_lock_init(lock: *mut bindings::spinlock_t);
         pub(crate) fn rcx_lock(lock: *mut bindings::spinlock_t, subclass: c_uint);
+        pub(crate) fn rcx_trylock_all(locks: *const *mut bindings::spinlock_t, n: c_uint) -> bool;
+        pub(crate) fn rcx_unlock_all(locks: *const *mut bindings::spinlock_t, n: c_uint);
         pub(crate) fn rcx_unlock(lock: *mut bindings::spinlock_t);
         pub(crate) fn rcx_preempt_disable();
         pub(crate) fn rcx_preempt_enable();
@@ -184,6 +188,54 @@ impl GlobalLock {
         unsafe { ffi::rcx_lock(self.0.get(), subclass) };
         // INVARIANT: the lock was just taken; the guard releases it.
         GlobalGuard(self)
+    }
+}
+
+/// The global locks of an uncontended update, all taken by one call and
+/// released together when dropped.
+///
+/// # Invariants
+///
+/// The first `n` entries of `locks` are distinct initialised
+/// [`GlobalLock`]s that live for `'a`, all held for this guard; `n` is at
+/// most [`MAX_ITEMS`].
+pub(crate) struct GlobalSet<'a> {
+    locks: [*mut bindings::spinlock_t; MAX_ITEMS],
+    n: usize,
+    _locks: core::marker::PhantomData<&'a GlobalLock>,
+}
+
+impl<'a> GlobalSet<'a> {
+    /// Takes every lock of `locks` (distinct, at most [`MAX_ITEMS`]) if
+    /// they are all free, without waiting; `None`, holding none of them,
+    /// otherwise.
+    pub(crate) fn try_lock(locks: &[&'a GlobalLock]) -> Option<Self> {
+        let mut ptrs = [core::ptr::null_mut(); MAX_ITEMS];
+        let n = locks.len().min(MAX_ITEMS);
+        for (p, l) in ptrs.iter_mut().zip(&locks[..n]) {
+            *p = l.0.get();
+        }
+        // SAFETY: the first `n` entries are initialised locks (type
+        // invariants of `GlobalLock`) that outlive the call.  Distinct:
+        // a lock named twice would only fail its second trylock.
+        if unsafe { ffi::rcx_trylock_all(ptrs.as_ptr(), n as c_uint) } {
+            // INVARIANT: all `n` were just taken, and live for `'a`.
+            Some(Self {
+                locks: ptrs,
+                n,
+                _locks: core::marker::PhantomData,
+            })
+        } else {
+            None
+        }
+    }
+}
+
+impl Drop for GlobalSet<'_> {
+    fn drop(&mut self) {
+        // SAFETY: by the type invariants the first `n` locks are held for
+        // this guard, which releases them once.
+        unsafe { ffi::rcx_unlock_all(self.locks.as_ptr(), self.n as c_uint) }
     }
 }
 
@@ -323,8 +375,8 @@ pub(crate) enum Attempt {
 /// `globals` holds a power of two of locks, one per slot, each initialised
 /// by [`GlobalLock::init`] at its address in the vector's buffer, and the
 /// vector never grows (its buffer, and so every lock, never moves).
-/// `words` holds `nr_node_ids` node words per slot, from
-/// [`node_lock::alloc_slot_words`].
+/// `words` holds `nodes` node words per slot, from
+/// [`node_lock::alloc_slot_words`], and `nodes` is `nr_node_ids`.
 ///
 /// The slots' locks and words are two arrays of their own, not a lock
 /// state per slot allocated apart: an update touches two or three slots
@@ -332,7 +384,11 @@ pub(crate) enum Attempt {
 /// QEMU's TCG a page missing from the software TLB costs a page walk).
 pub struct Rcx {
     path: Path,
+    /// Whether an update first tries its slots' global locks alone (see
+    /// [`Rcx::attempt`]); tests of phase 1 turn it off.
+    try_globals_first: bool,
     globals: KVec<CacheAligned<GlobalLock>>,
+    nodes: usize,
     words: KVec<CacheAligned<core::sync::atomic::AtomicUsize>>,
     conflict: AtomicU64,
     other: AtomicU64,
@@ -395,7 +451,9 @@ impl Rcx {
         // the words of as many slots.
         Ok(Self {
             path,
+            try_globals_first: true,
             globals,
+            nodes: numa::nr_node_ids(),
             words,
             conflict: AtomicU64::new(0),
             other: AtomicU64::new(0),
@@ -406,8 +464,16 @@ impl Rcx {
         })
     }
 
+    /// Returns the update side with every update going through phase 1,
+    /// even when its global locks are free: for tests of phase 1.
+    pub(crate) fn phase1_always(mut self) -> Self {
+        self.try_globals_first = false;
+        self
+    }
+
     /// Returns the lock slot of the item at `item` (any address inside
     /// it; the item's own address is the usual choice).
+    #[inline]
     pub(crate) fn slot_of<T>(&self, item: *const T) -> HeaderRef<'_> {
         // Fibonacci hashing of the address without its low bits, which
         // the allocator's alignment makes equal for every item.
@@ -416,7 +482,7 @@ impl Rcx {
         // bounds of both arrays.
         let i = h & (self.globals.len() - 1);
         HeaderRef {
-            locks: NodeWords::of_slot(&self.words, i),
+            locks: NodeWords::of_slot(&self.words, i, self.nodes),
             global: &self.globals[i].0,
         }
     }
@@ -574,10 +640,11 @@ impl Rcx {
 
     /// Runs one update attempt on the `N` items of `hdrs` (`N` is 1 to
     /// [`MAX_ITEMS`], checked at compile time; items that share a lock
-    /// slot are locked once): phase 1, then the global locks in address
-    /// order, then `update`, which revalidates and, if that succeeds,
-    /// updates and returns `true`.  All locks are released before
-    /// returning.
+    /// slot are locked once): the global locks at once if they are all
+    /// free (unless [`Rcx::phase1_always`]), otherwise phase 1 and then the
+    /// global locks in address order; then `update`, which revalidates
+    /// and, if that succeeds, updates and returns `true`.  All locks are
+    /// released before returning.
     ///
     /// The caller must be in an RCU read-side critical section that keeps
     /// the items alive, and `update` must not sleep.
@@ -599,6 +666,38 @@ impl Rcx {
             }
         }
         let hdrs = &hdrs[..n];
+        // Uncontended: if every global lock is free, take them at once
+        // and skip phase 1, whose node words only settle contention.  A
+        // trylock never waits, so this mixes with updates in phase 2 as
+        // they mix with each other (exclusion is the global locks'); a
+        // held lock, or waiters queued on it, make it fail and send the
+        // update through phase 1 like any contended one, after releasing
+        // what it took.
+        if self.try_globals_first {
+            let mut locks: [&GlobalLock; N] = [hdrs[0].global; N];
+            for (l, h) in locks.iter_mut().zip(hdrs) {
+                *l = h.global;
+            }
+            if let Some(held) = GlobalSet::try_lock(&locks[..hdrs.len()]) {
+                let done = update();
+                drop(held);
+                return self.outcome(done);
+            }
+        }
+        self.attempt_contended::<N>(hdrs, update)
+    }
+
+    /// [`Rcx::attempt`] through both phases, on its distinct headers in
+    /// address order.  Out of line and cold: an uncontended update's code
+    /// stays small, which under TCG keeps it off page boundaries (see
+    /// `Documentation/mm/rcx.rst`).
+    #[cold]
+    #[inline(never)]
+    fn attempt_contended<const N: usize>(
+        &self,
+        hdrs: &[HeaderRef<'_>],
+        update: impl FnOnce() -> bool,
+    ) -> Attempt {
         // The node and the token stay valid for the whole attempt: the task
         // cannot migrate, and no other updater runs on this CPU.
         let _np = NoPreempt::new();
@@ -613,6 +712,12 @@ impl Rcx {
         for h in hdrs {
             h.locks.release_held(node, token);
         }
+        self.outcome(done)
+    }
+
+    /// Returns the outcome of an attempt whose update returned `done`,
+    /// counting a failed revalidation.
+    fn outcome(&self, done: bool) -> Attempt {
         if done {
             Attempt::Done
         } else {

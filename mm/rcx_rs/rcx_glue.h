@@ -16,6 +16,8 @@
 
 void rcx_lock_init(spinlock_t *lock);
 void rcx_lock(spinlock_t *lock, unsigned int subclass);
+bool rcx_trylock_all(spinlock_t *const *locks, unsigned int n);
+void rcx_unlock_all(spinlock_t *const *locks, unsigned int n);
 void rcx_unlock(spinlock_t *lock);
 void rcx_preempt_disable(void);
 void rcx_preempt_enable(void);

@@ -6,7 +6,7 @@ use crate::{
     hash::RcxHash,
     list::{Item, RcxList, KEY_LIMIT},
     node_lock::{NodeLocks, CACHE_LINE},
-    Attempt, Header, Mode, Rcx, Stats,
+    Attempt, GlobalSet, Header, Mode, Rcx, Stats,
 };
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
@@ -67,8 +67,8 @@ kernel::kunit_suite! {
 }
 
 /// An item without a value is no larger than a baseline node, 32 bytes
-/// (one kmalloc-32 object): its lock state is its slot's and its removal
-/// mark is in its link.  The slot's global lock and each of its node words
+/// (one kmalloc-32 object): its lock state is its slot's and a removal is
+/// told by the direction of its link.  The slot's global lock and each of its node words
 /// own a cache line, and the slot is the same for the same item.
 fn item_layout() -> Result {
     let list: RcxList = RcxList::new(Mode::Fallback)?;
@@ -188,7 +188,7 @@ fn attempt_holds_named_items() -> Result {
         Mode::Emulated { abort_one_in: 0 },
         Mode::Emulated { abort_one_in: 1 },
     ] {
-        let rcx = Rcx::new(mode)?;
+        let rcx = Rcx::new(mode)?.phase1_always();
         kunit_expect_eq!(rcx.attempt([a.as_ref()], || held(&[a])), Attempt::Done);
         // Items that share a slot name its header more than once: it is
         // locked once (twice would wait forever on the updater's own
@@ -218,6 +218,57 @@ fn attempt_holds_named_items() -> Result {
             for node in NodeId::all() {
                 kunit_expect_eq!(h.node_locks().holder(node), None);
             }
+        }
+    }
+    Ok(())
+}
+
+/// An update whose global locks are all free takes them at once and
+/// skips phase 1: inside it, every named slot's global lock is held and
+/// no node word is, on every phase-1 path.  With `phase1_always` the same
+/// update holds the node words (see `attempt_holds_named_items`).
+fn uncontended_attempt_skips_phase1() -> Result {
+    let mut hs = KVec::new();
+    for _ in 0..crate::MAX_ITEMS {
+        hs.push(KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?, GFP_KERNEL)?;
+    }
+    for h in hs.iter() {
+        // SAFETY: the header is at its final address, in its box, and
+        // not used yet.
+        unsafe { h.init() };
+    }
+    let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
+    // A trylock of a lock this CPU holds fails at once.
+    let globals_only = |items: &[&KBox<Header>]| {
+        items.iter().all(|h| {
+            let hr = h.as_ref();
+            NodeId::all().all(|n| hr.locks.holder(n).is_none())
+                && GlobalSet::try_lock(&[hr.global]).is_none()
+        })
+    };
+    let all = [a, b, c];
+    for mode in [Mode::Fallback, Mode::Emulated { abort_one_in: 1 }] {
+        let rcx = Rcx::new(mode)?;
+        kunit_expect_eq!(
+            rcx.attempt([c.as_ref(), a.as_ref(), b.as_ref()], || globals_only(&all)),
+            Attempt::Done
+        );
+        kunit_expect_eq!(
+            rcx.attempt([b.as_ref(), b.as_ref()], || globals_only(&[b])),
+            Attempt::Done
+        );
+        kunit_expect_eq!(rcx.attempt([a.as_ref()], || false), Attempt::Retry);
+        // No transaction ran, so none aborted, even one in one.
+        kunit_expect_eq!(
+            rcx.stats(),
+            Stats {
+                revalidations: 1,
+                ..Stats::default()
+            }
+        );
+        // Everything was released: the locks can be taken again.
+        for h in hs.iter() {
+            kunit_expect!(GlobalSet::try_lock(&[h.as_ref().global]).is_some());
         }
     }
     Ok(())
@@ -338,7 +389,9 @@ fn list_model_fallback() -> Result {
 }
 
 fn list_model_emulated() -> Result {
-    let l = RcxList::new(INJECT)?;
+    // Every update through phase 1: alone, the list's locks are always
+    // free, and the default would skip it.
+    let l = RcxList::with_rcx(Rcx::new(INJECT)?.phase1_always())?;
     kunit_expect_eq!(l.path_name(), "emulated");
     against_model(&l, 0x2222)?;
     let st = l.stats();
@@ -370,6 +423,8 @@ fn list_model_shared_slots() -> Result {
     ] {
         let l = RcxList::with_rcx(Rcx::with_slots(mode, slots)?)?;
         against_model(&l, seed)?;
+        let l = RcxList::with_rcx(Rcx::with_slots(mode, slots)?.phase1_always())?;
+        against_model(&l, seed + 2)?;
         let h = RcxHash::with_rcx(Rcx::with_slots(mode, slots)?, 3)?;
         against_model(&h, seed + 1)?;
     }
@@ -387,7 +442,7 @@ fn hash_model_fallback() -> Result {
 }
 
 fn hash_model_emulated() -> Result {
-    let h = RcxHash::new(INJECT, 5)?;
+    let h = RcxHash::with_rcx(Rcx::new(INJECT)?.phase1_always(), 5)?;
     against_model(&h, 0x5555)?;
     kunit_expect!(h.stats().aborts_other > 0, "no injected abort");
     kunit_expect!(RcxHash::<u64>::new(Mode::Fallback, 0).is_err());
@@ -437,33 +492,51 @@ fn removal_frees_after_gp() -> Result {
     Ok(())
 }
 
-/// A removal marks the removed item's link (an item has no field for the
-/// mark): a reader that still holds the item sees it removed, reads its
-/// key and walks on past it; the key is gone for lookups and removals, and
-/// can be inserted anew.
-fn removal_marks_the_link() -> Result {
+/// A removal points the removed item's link back to its predecessor (an
+/// item has no removal mark): a reader that still holds the item sees it
+/// removed, reads its key, steps back and walks on to every key after it;
+/// the key is gone for lookups and removals, and can be inserted anew.
+fn removal_links_back() -> Result {
     let list: RcxList<u64> = RcxList::new(Mode::Fallback)?;
-    for k in 1..=3 {
+    for k in 1..=4 {
         list.insert(k, 10 * k)?;
     }
     list.with_first(|first| {
         kunit_expect_eq!(first.key(), 1);
         kunit_expect!(!first.is_removed());
+        kunit_expect_eq!(list.key_after(first), 2);
         kunit_expect!(list.remove(1));
         kunit_expect!(first.is_removed());
         kunit_expect_eq!(first.key(), 1);
-        // A reader standing on the removed item walks on through its
-        // marked link.
-        kunit_expect_eq!(list.key_after(first), 2);
+        // Back to the head sentinel (key 0), then on to the keys after 1.
+        kunit_expect_eq!(list.key_after(first), 0);
+        kunit_expect!(list.contains_from(first, 2));
+        kunit_expect!(list.contains_from(first, 4));
+        kunit_expect!(!list.contains_from(first, 1));
         kunit_expect!(!list.remove(1));
         kunit_expect!(!list.contains(1));
         kunit_expect_eq!(list.with_value(2, |v| *v), Some(20));
     });
-    kunit_expect_eq!(list.check(), Ok(2));
-    kunit_expect_eq!(list.insert(1, 11), Ok(true));
+    // A removed item in the middle links back to the item before it, and
+    // a second removal under the same reader sends it back once more.
+    list.for_each_item(|item| {
+        if item.key() != 3 {
+            return;
+        }
+        kunit_expect!(list.remove(3));
+        kunit_expect!(item.is_removed());
+        kunit_expect_eq!(list.key_after(item), 2);
+        kunit_expect!(list.remove(2));
+        kunit_expect!(list.contains_from(item, 4));
+        kunit_expect!(!list.contains_from(item, 3));
+    });
+    kunit_expect_eq!(list.check(), Ok(1));
+    for k in 1..=3 {
+        kunit_expect_eq!(list.insert(k, 10 * k + 1), Ok(true));
+    }
     kunit_expect_eq!(list.with_value(1, |v| *v), Some(11));
     list.with_first(|first| kunit_expect!(!first.is_removed()));
-    kunit_expect_eq!(list.check(), Ok(3));
+    kunit_expect_eq!(list.check(), Ok(4));
     rcu::barrier();
     Ok(())
 }
@@ -476,10 +549,8 @@ const ABORT_INSERTS: u64 = 8;
 /// updates run on a worker so that a path that retried forever fails the
 /// case instead of hanging the run.
 fn aborting_txn_falls_back() -> Result {
-    let l = Arc::new(
-        RcxList::<u64>::new(Mode::Emulated { abort_one_in: 1 })?,
-        GFP_KERNEL,
-    )?;
+    let rcx = Rcx::new(Mode::Emulated { abort_one_in: 1 })?.phase1_always();
+    let l = Arc::new(RcxList::<u64>::with_rcx(rcx)?, GFP_KERNEL)?;
     let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
     let (lw, dw) = (l.clone(), done.clone());
     let started = spawn_workers(1, move |_| {
@@ -538,6 +609,7 @@ mod list_suite {
             item_layout,
             emulated_txn_outcomes,
             attempt_holds_named_items,
+            uncontended_attempt_skips_phase1,
             global_guard_releases,
             list_model_fallback,
             list_model_emulated,
@@ -546,7 +618,7 @@ mod list_suite {
             hash_model_fallback,
             hash_model_emulated,
             removal_frees_after_gp,
-            removal_marks_the_link,
+            removal_links_back,
             aborting_txn_falls_back,
         ],
     }
@@ -667,15 +739,18 @@ fn stress_list_fallback() -> Result {
     stress(RcxList::<u64>::new(Mode::Fallback)?, "list/fallback")
 }
 
+/// Every update through the emulated transaction, contended or not.
 fn stress_list_emulated() -> Result {
-    let l = RcxList::<u64>::new(Mode::Emulated { abort_one_in: 16 })?;
-    stress(l, "list/emulated")
+    let rcx = Rcx::new(Mode::Emulated { abort_one_in: 16 })?.phase1_always();
+    stress(RcxList::<u64>::with_rcx(rcx)?, "list/emulated")
 }
 
 fn stress_hash_fallback() -> Result {
     stress(RcxHash::<u64>::new(Mode::Fallback, 4)?, "hash/fallback")
 }
 
+/// Uncontended updates take their global locks at once, the others the
+/// emulated transaction.
 fn stress_hash_emulated() -> Result {
     let h = RcxHash::<u64>::new(Mode::Emulated { abort_one_in: 16 }, 4)?;
     stress(h, "hash/emulated")
@@ -687,6 +762,65 @@ fn stress_hash_emulated() -> Result {
 fn stress_list_shared_slots() -> Result {
     let rcx = Rcx::with_slots(Mode::Emulated { abort_one_in: 16 }, 2)?;
     stress(RcxList::<u64>::with_rcx(rcx)?, "list/2 slots")
+}
+
+/// An update that finds a global lock held goes through phase 1: a worker
+/// holds `b`'s global lock until it sees a node word of `b` taken, which
+/// only phase 1 takes; the update, which names `a` and `b`, then runs
+/// holding its node's words.  (Needs two CPUs: the worker spins with the
+/// lock held.)
+fn contended_attempt_takes_phase1() -> Result {
+    let a = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+    let b = Arc::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+    // SAFETY: the headers are at their final addresses and not used yet.
+    unsafe {
+        a.init();
+        b.init();
+    }
+    // 1: the worker holds the lock; 2: it saw a word and released it;
+    // 3: it gave up waiting and released it.
+    let state = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
+    let (bw, sw) = (b.clone(), state.clone());
+    let started = spawn_workers(1, move |_| {
+        let (b, state) = (bw.clone(), sw.clone());
+        move || {
+            let hr = Header::as_ref(&b);
+            let guard = hr.global.lock(0);
+            state.store(1, Ordering::Release);
+            let t0 = kernel::time::Ktime::ktime_get();
+            let seen = loop {
+                if NodeId::all().any(|n| hr.locks.holder(n).is_some()) {
+                    break true;
+                }
+                if (kernel::time::Ktime::ktime_get() - t0).to_ms() > 5000 {
+                    break false;
+                }
+                kernel::processor::cpu_relax();
+            };
+            drop(guard);
+            state.store(if seen { 2 } else { 3 }, Ordering::Release);
+        }
+    });
+    kunit_expect_eq!(started, 1);
+    if started != 1 {
+        return Err(ENOMEM);
+    }
+    while state.load(Ordering::Acquire) == 0 {
+        delay::msleep(1);
+    }
+    let rcx = Rcx::new(Mode::Fallback)?;
+    let words_held = |h: &Header| h.node_locks().holder(numa::current_node()).is_some();
+    kunit_expect_eq!(
+        rcx.attempt([a.as_ref(), Header::as_ref(&b)], || {
+            words_held(&a) && words_held(&b)
+        }),
+        Attempt::Done
+    );
+    while state.load(Ordering::Acquire) == 1 {
+        delay::msleep(1);
+    }
+    kunit_expect_eq!(state.load(Ordering::Acquire), 2);
+    Ok(())
 }
 
 /// The concurrent suite, run separately with more CPUs.
@@ -701,6 +835,7 @@ mod stress_suite {
             #[slow] stress_hash_fallback,
             #[slow] stress_hash_emulated,
             #[slow] stress_list_shared_slots,
+            contended_attempt_takes_phase1,
         ],
     }
 }

@@ -90,6 +90,12 @@ impl Item {
         }
     }
 
+    fn try_global(&self) -> bool {
+        self.global
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
     fn unlock_global(&self) {
         self.global.store(false, Ordering::Release);
     }
@@ -148,6 +154,20 @@ fn phase1(items: &[&Item], node: usize, token: usize, how: Phase1, ab: &mut Abor
     }
 }
 
+/// Sorts `items` by address and drops the repeats: the distinct items, in
+/// the order their locks are taken.
+fn distinct<'a, 'b>(items: &'a mut [&'b Item]) -> &'a [&'b Item] {
+    items.sort_unstable_by_key(|it| *it as *const Item as usize);
+    let mut n = 0;
+    for i in 0..items.len() {
+        if n == 0 || !std::ptr::eq(items[i], items[n - 1]) {
+            items[n] = items[i];
+            n += 1;
+        }
+    }
+    &items[..n]
+}
+
 /// Runs one update on `items` for the updater `token` (non-zero) on
 /// `node`: phase 1 as `how` says, then the global locks in address order,
 /// then `critical`, retrying phase 1 until it wins.  An item named twice
@@ -161,15 +181,46 @@ pub fn update(
     how: Phase1,
     critical: impl FnOnce(),
 ) -> Aborts {
-    items.sort_unstable_by_key(|it| *it as *const Item as usize);
-    let mut n = 0;
-    for i in 0..items.len() {
-        if n == 0 || !std::ptr::eq(items[i], items[n - 1]) {
-            items[n] = items[i];
-            n += 1;
+    let items = distinct(items);
+    contended(items, node, token, how, critical)
+}
+
+/// Runs one update as the kernel's `Rcx::attempt` does by default: takes
+/// the global locks at once if they are all free (a failed try releases
+/// what it took), and only otherwise goes through [`update`]'s phase 1.
+/// Returns the phase-1 aborts and whether the update skipped phase 1.
+pub fn update_try_globals_first(
+    items: &mut [&Item],
+    node: usize,
+    token: usize,
+    how: Phase1,
+    critical: impl FnOnce(),
+) -> (Aborts, bool) {
+    let items = distinct(items);
+    for (i, it) in items.iter().enumerate() {
+        if !it.try_global() {
+            for g in items[..i].iter().rev() {
+                g.unlock_global();
+            }
+            return (contended(items, node, token, how, critical), false);
         }
     }
-    let items = &items[..n];
+    exclusive(items, critical);
+    for it in items.iter().rev() {
+        it.unlock_global();
+    }
+    (Aborts::default(), true)
+}
+
+/// Phase 1 on the distinct `items`, their global locks, `critical`, and
+/// every release.
+fn contended(
+    items: &[&Item],
+    node: usize,
+    token: usize,
+    how: Phase1,
+    critical: impl FnOnce(),
+) -> Aborts {
     let mut ab = Aborts::default();
     while !phase1(items, node, token, how, &mut ab) {
         spin();
@@ -177,6 +228,19 @@ pub fn update(
     for it in items.iter() {
         it.lock_global();
     }
+    exclusive(items, critical);
+    for it in items.iter().rev() {
+        it.unlock_global();
+    }
+    for it in items.iter() {
+        it.unlock_word(node);
+    }
+    ab
+}
+
+/// Runs `critical`, with the global locks of `items` held, checking that
+/// no other updater is inside on any of them.
+fn exclusive(items: &[&Item], critical: impl FnOnce()) {
     for it in items.iter() {
         assert_eq!(
             it.inside.fetch_add(1, Ordering::Relaxed),
@@ -188,13 +252,6 @@ pub fn update(
     for it in items.iter() {
         it.inside.fetch_sub(1, Ordering::Relaxed);
     }
-    for it in items.iter().rev() {
-        it.unlock_global();
-    }
-    for it in items.iter() {
-        it.unlock_word(node);
-    }
-    ab
 }
 
 #[cfg(all(test, not(loom)))]
@@ -203,8 +260,8 @@ mod tests {
     use std::sync::Arc;
 
     /// Threads on two nodes hammer overlapping item sets, some naming an
-    /// item twice, in both phase-1 modes: updates of one item never
-    /// overlap, and all locks end free.
+    /// item twice, in both phase-1 modes, some trying the global locks
+    /// first: updates of one item never overlap, and all locks end free.
     #[test]
     fn threads_never_overlap() {
         let items: Arc<Vec<Item>> = Arc::new((0..4).map(|_| Item::new()).collect());
@@ -224,9 +281,15 @@ mod tests {
                         } else {
                             Phase1::Emulated
                         };
-                        update(&mut set, t % NODES, t + 1, how, || {
+                        let bump = || {
                             count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        });
+                        };
+                        // Every third thread tries the global locks first.
+                        if t % 3 == 0 {
+                            update_try_globals_first(&mut set, t % NODES, t + 1, how, bump);
+                        } else {
+                            update(&mut set, t % NODES, t + 1, how, bump);
+                        }
                     }
                 })
             })

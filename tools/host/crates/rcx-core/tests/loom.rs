@@ -14,7 +14,7 @@
 
 use loom::sync::Arc;
 use loom::thread;
-use rcx_core::{update, Item, Phase1};
+use rcx_core::{update, update_try_globals_first, Item, Phase1};
 
 /// Updater A names items 0 and 1 on `node_a`, updater B items 2 and 1
 /// (listed in reverse, so only the address sort orders them) on `node_b`.
@@ -116,4 +116,57 @@ fn slot_named_twice_fallback() {
 #[test]
 fn slot_named_twice_emulated() {
     slot_named_twice(Phase1::Emulated, Phase1::Fallback);
+}
+
+/// Updater A tries the global locks first (items 0 and 1), updater B goes
+/// through phase 1 (items 1 and 2, or all three in the opposite order):
+/// A's tries never wait, so the two still exclude each other on item 1
+/// and neither waits forever, whichever of A's paths runs.
+fn try_first_against_phase1(node_b: usize, how_b: Phase1, all_three: bool) {
+    loom::model(move || {
+        let items = Arc::new([Item::new(), Item::new(), Item::new()]);
+        let i2 = items.clone();
+        let b = thread::spawn(move || {
+            if all_three {
+                update(&mut [&i2[2], &i2[1], &i2[0]], node_b, 2, how_b, || {});
+            } else {
+                update(&mut [&i2[2], &i2[1]], node_b, 2, how_b, || {});
+            }
+        });
+        update_try_globals_first(&mut [&items[1], &items[0]], 0, 1, Phase1::Fallback, || {});
+        b.join().unwrap();
+        assert!(items.iter().all(Item::is_free));
+    });
+}
+
+#[test]
+fn try_first_against_fallback_same_node() {
+    try_first_against_phase1(0, Phase1::Fallback, false);
+}
+
+#[test]
+fn try_first_against_emulated_two_nodes() {
+    try_first_against_phase1(1, Phase1::Emulated, false);
+}
+
+#[test]
+fn try_first_against_opposite_order() {
+    try_first_against_phase1(0, Phase1::Fallback, true);
+}
+
+/// Both updaters try the global locks first, on overlapping items named
+/// in opposite orders: a failed try releases what it took and falls back
+/// to phase 1, so neither deadlocks nor overlaps the other.
+#[test]
+fn try_first_both() {
+    loom::model(|| {
+        let items = Arc::new([Item::new(), Item::new(), Item::new()]);
+        let i2 = items.clone();
+        let b = thread::spawn(move || {
+            update_try_globals_first(&mut [&i2[2], &i2[1], &i2[0]], 1, 2, Phase1::Fallback, || {});
+        });
+        update_try_globals_first(&mut [&items[0], &items[1]], 0, 1, Phase1::Fallback, || {});
+        b.join().unwrap();
+        assert!(items.iter().all(Item::is_free));
+    });
 }
