@@ -13,11 +13,14 @@
 //! lookups, inserts and removes of uniform random keys, inserts and removes
 //! each at `u / 2` of the operations.  For a list (`b = 1`, `n = 256`) and
 //! a hash table (`b = 128`, `n = 32`), `u` in 0, 2, 20 and 40%, and 1 to 4
-//! threads, each line gives the operations per microsecond of RCX (phase 1
-//! on the CPU's path: RTM or the fallback), of RCX with the emulated
+//! threads, each line gives the operations per microsecond of RCX (global
+//! locks at once when they are free, otherwise phase 1 on the CPU's path:
+//! RTM or the fallback), of RCX with the emulated
 //! transaction, and of the RCU baseline (one global spinlock for the list,
-//! one per bucket for the hash table), with phase-1 aborts per 100 updates.
-//! Every line is prefixed with `rcx: bench: `.
+//! one per bucket for the hash table), with phase-1 aborts per 100 updates,
+//! and the ratio of RCX to the baseline.  Each figure is the median of
+//! [`REPEATS`] runs of [`RUN_MS`], the structures taking turns, after one
+//! warm-up run of each.  Every line is prefixed with `rcx: bench: `.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -61,6 +64,8 @@ mod ffi {
 
 /// How long each measurement runs.
 const RUN_MS: u32 = 150;
+/// Runs of each cell; the table gives the median.
+const REPEATS: usize = 3;
 /// Most worker threads.
 const MAX_THREADS: usize = 4;
 /// Update rates, in percent.
@@ -319,25 +324,44 @@ fn table(
         n,
         keys
     );
-    out!("  u%  thr        rcx       rcx-emu           rcu   rcu-htm\n");
+    out!("  u%  thr        rcx       rcx-emu           rcu   rcu-htm  rcx/rcu\n");
+    // A first run of each structure translates and caches its code, which
+    // under TCG made whichever cell came first up to a quarter slower.
+    for s in [rcx, emu, rcu] {
+        measure(s, keys, RATES[RATES.len() - 1], 1)?;
+    }
     for rate in RATES {
         for t in 1..=threads {
-            let (a, aa) = measure(rcx, keys, rate, t)?;
-            let (e, ea) = measure(emu, keys, rate, t)?;
-            let (r, _) = measure(rcu, keys, rate, t)?;
+            // The structures take turns, and each cell is the median of
+            // its runs: a host hiccup costs one run, not the ratio.
+            let mut rounds = [[(0, 0); 3]; REPEATS];
+            for round in rounds.iter_mut() {
+                for (run, s) in round.iter_mut().zip([rcx, emu, rcu]) {
+                    *run = measure(s, keys, rate, t)?;
+                }
+            }
+            let [(a, aa), (e, ea), (r, _)]: [(u64, u64); 3] =
+                core::array::from_fn(|j| median(core::array::from_fn(|i| rounds[i][j])));
             out!(
-                "  {:>2}  {:>3}  {:>6} ({:>5})  {:>6} ({:>5})  {:>6}      n/a\n",
+                "  {:>2}  {:>3}  {:>6} ({:>5})  {:>6} ({:>5})  {:>6}      n/a  {:>7}\n",
                 rate,
                 t,
                 Fx(a).to_string_lossy(),
                 Fx(aa).to_string_lossy(),
                 Fx(e).to_string_lossy(),
                 Fx(ea).to_string_lossy(),
-                Fx(r).to_string_lossy()
+                Fx(r).to_string_lossy(),
+                Fx((a * 100).checked_div(r).unwrap_or(0)).to_string_lossy()
             );
         }
     }
     Ok(())
+}
+
+/// Returns the run with the median rate among `runs` (sorted by rate).
+fn median(mut runs: [(u64, u64); REPEATS]) -> (u64, u64) {
+    runs.sort_unstable_by_key(|r| r.0);
+    runs[REPEATS / 2]
 }
 
 /// Formats into a small stack buffer, for padded columns.
