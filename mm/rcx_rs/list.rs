@@ -4,10 +4,14 @@
 //!
 //! A singly linked list of items in ascending key order between two
 //! sentinels, `head` and `tail` (whose key, `u64::MAX`, is reserved).
-//! Lookups walk it under RCU alone.  An insertion names the two items it
-//! links the new one between, a removal the item and its two neighbours;
-//! [`Rcx::attempt`] locks them, the update revalidates (no item removed, the
-//! links found by the walk unchanged) and publishes with release stores.
+//! Lookups walk it under RCU alone.  An update names the items whose links
+//! it writes, an insertion the item it links the new one after, a removal
+//! the item and its predecessor; [`Rcx::attempt`] locks them, the update
+//! revalidates (the links found by the walk unchanged) and publishes with
+//! release stores.  The thesis's listings also lock the item after them;
+//! that is not needed, because every change of a link locks the item that
+//! holds the link: an insertion before that item or its removal would have
+//! to change the link the update holds locked.
 //! A removed item is freed after a grace period.
 //!
 //! A removal points the removed item's link back to its predecessor, the
@@ -222,7 +226,10 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             unsafe { new.as_ref() }
                 .next
                 .store(next_ptr, Ordering::Relaxed);
-            let r = rcx.attempt([prev.hdr(rcx), next.hdr(rcx)], || {
+            // Only `prev` is written, so only `prev` is locked: whatever
+            // changes `prev.next` (an insertion after `prev`, the removal of
+            // `next` or of `prev`) locks `prev`.
+            let r = rcx.attempt([prev.hdr(rcx)], || {
                 // A removed `prev` links back, to a key below `next`'s, so
                 // not to `next`; a linked one that still links to `next`
                 // keeps `next` linked.
@@ -263,7 +270,10 @@ impl<V: Send + Sync + 'static> ListCore<V> {
                 backoff();
                 continue;
             }
-            let r = rcx.attempt([p.hdr(rcx), e.hdr(rcx), n.hdr(rcx)], || {
+            // `p` and `e` are written, and locked; `n` is not: removing it
+            // or inserting before it would change `e.next`, which needs
+            // `e`'s lock.
+            let r = rcx.attempt([p.hdr(rcx), e.hdr(rcx)], || {
                 // Links equal to the ones the walk saw: a removed `p`
                 // would link back, to a key below `e`'s, so `p` is linked
                 // and so are `e` and `n`.

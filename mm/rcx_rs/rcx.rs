@@ -99,13 +99,14 @@ const HTM_COMMITTED: u32 = !0;
 const HTM_EXPLICIT: u32 = 1 << 0;
 const HTM_CONFLICT: u32 = 1 << 2;
 
-/// The most items one update may touch (a list removal touches three).
+/// The most items one update may name (a list removal names two, the
+/// thesis's removal three).
 pub const MAX_ITEMS: usize = 3;
 
-/// Lock slots of an update side (a power of two).  An update holds at
-/// most [`MAX_ITEMS`] slots, so with four updaters an update meets one of
-/// the nine slots the others hold, without sharing an item, about once in
-/// twenty.
+/// Lock slots of an update side (a power of two).  A list update holds
+/// one or two slots, so with four updaters a removal meets one of the six
+/// slots the others hold at most, without sharing an item, about once in
+/// forty.
 pub const LOCK_SLOTS: usize = 512;
 
 kernel::static_assert!(LOCK_SLOTS.is_power_of_two());
@@ -379,7 +380,7 @@ pub(crate) enum Attempt {
 /// [`node_lock::alloc_slot_words`], and `nodes` is `nr_node_ids`.
 ///
 /// The slots' locks and words are two arrays of their own, not a lock
-/// state per slot allocated apart: an update touches two or three slots
+/// state per slot allocated apart: an update touches one or two slots
 /// at random, and packed arrays keep those touches on few pages (under
 /// QEMU's TCG a page missing from the software TLB costs a page walk).
 pub struct Rcx {

@@ -162,20 +162,25 @@ fn emulated_txn_outcomes() -> Result {
     Ok(())
 }
 
+/// Returns `MAX_ITEMS` initialised headers, each in a box of its own.
+fn boxed_headers() -> Result<KVec<KBox<Header>>> {
+    let mut hs = KVec::new();
+    for _ in 0..crate::MAX_ITEMS {
+        let h = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
+        // SAFETY: the header is at its final address, in its box (moving
+        // the box does not move it), and not used yet.
+        unsafe { h.init() };
+        hs.push(h, GFP_KERNEL)?;
+    }
+    Ok(hs)
+}
+
 /// An attempt holds the current node's word on each of the 1 to
 /// `MAX_ITEMS` items it names while its update runs, on every phase-1
 /// path, and releases every lock afterwards, also when the update fails
 /// its revalidation.  (More than `MAX_ITEMS` items do not compile.)
 fn attempt_holds_named_items() -> Result {
-    let mut hs = KVec::new();
-    for _ in 0..crate::MAX_ITEMS {
-        hs.push(KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?, GFP_KERNEL)?;
-    }
-    for h in hs.iter() {
-        // SAFETY: the header is at its final address, in its box, and
-        // not used yet.
-        unsafe { h.init() };
-    }
+    let hs = boxed_headers()?;
     let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
     // Inside an attempt preemption is off: the current node is the one
     // the attempt locked for.
@@ -228,15 +233,7 @@ fn attempt_holds_named_items() -> Result {
 /// no node word is, on every phase-1 path.  With `phase1_always` the same
 /// update holds the node words (see `attempt_holds_named_items`).
 fn uncontended_attempt_skips_phase1() -> Result {
-    let mut hs = KVec::new();
-    for _ in 0..crate::MAX_ITEMS {
-        hs.push(KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?, GFP_KERNEL)?;
-    }
-    for h in hs.iter() {
-        // SAFETY: the header is at its final address, in its box, and
-        // not used yet.
-        unsafe { h.init() };
-    }
+    let hs = boxed_headers()?;
     let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
     // A trylock of a lock this CPU holds fails at once.
     let globals_only = |items: &[&KBox<Header>]| {
