@@ -105,13 +105,13 @@ impl<V> Item<V> {
             // The tail sentinel, never removed.
             return false;
         }
-        // SAFETY: the list hands out `&Item`s only inside the read-side
-        // section of the walk that found them (`with_first`,
-        // `for_each_item`), and the borrow cannot outlive it; what an
-        // item reachable in that section links to was linked during the
-        // section (type invariants of `ListCore`), so it is not freed
-        // before the section ends.  The head sentinel, the one linked item
+        // The list hands out `&Item`s only inside the read-side section of
+        // the walk that found them (`with_first`, `for_each_item`), and the
+        // borrow cannot outlive it.  The head sentinel, the one linked item
         // whose link may go to an equal key, is never handed out.
+        // SAFETY: what an item reachable in that section links to was
+        // linked during the section (type invariants of `ListCore`), so it
+        // is not freed before the section ends.
         let next_key = unsafe { (*next).key };
         next_key <= self.key
     }
