@@ -118,7 +118,12 @@ huge=$(f huge_in_area /tmp/b1)
 log "fallback: $(cat /tmp/b1)"
 check fallback_huge expect_ge "$huge" $((MIB * 95 / 200))
 check fallback_coverage expect_ge "$(f coverage_permille /tmp/b1)" 950
-check fallback_all_in_area expect_eq "$huge" "$(f huge_regions /tmp/b1)"
+# The buddy allocator had no free 2 MiB block when the run started, but
+# reclaim or compaction may free one meanwhile (CI once saw 31 of 32 huge
+# pages in the area): at most one may come from the buddy allocator.
+buddy_huge=$(($(f huge_regions /tmp/b1) - huge))
+log "fallback: $buddy_huge huge page(s) from the buddy allocator"
+check fallback_all_in_area expect_le "$buddy_huge" 1
 check fallback_alloc_count expect_eq "$(tstat fault_alloc)" $((a0 + huge))
 check fallback_area_pages expect_eq "$(used)" $((512 * huge))
 check fallback_pages_in_area expect_eq "$(f area_pages /tmp/b1)" $((512 * huge))
