@@ -95,13 +95,28 @@ collapse_raced() {
 	grep -q 'madvise(MADV_COLLAPSE): Resource temporarily unavailable' "$1"
 }
 
+# pageout_refused OUTFILE: a test case skipped because MADV_PAGEOUT left
+# its page in memory (cow's "MADV_PAGEOUT did not work, is swap
+# enabled?").  Swap is on (check swapon), so reclaim could not take the
+# page at that moment: it was off the LRU, isolated by compaction's
+# migration (as for collapse_raced) or still in another CPU's LRU batch
+# (madvise drains only its own CPU's).  Seen once, in the fallback round
+# of a clean-clone run; 17 runs of cow_pmd in a row in that
+# setup skipped nothing.  Prints the case, from its "[RUN]" line.
+pageout_refused() {
+	awk '/^# \[RUN\] / { run = substr($0, 9) }
+	/# SKIP MADV_PAGEOUT did not work/ { print run; found = 1; exit }
+	END { exit !found }' "$1"
+}
+
 # run_test ROUND TAG CMD...: run one selftest in /tmp, keep its output in
 # $OUT/ROUND/TAG.out and its summary in $OUT/ROUND/TAG.sum.  Fails on a
 # non-zero exit status or a failed test case.  A test stopped by a
-# collapse race (collapse_raced) runs once more, and says so; the second
-# run counts.
+# collapse race (collapse_raced), or with a case skipped because a page
+# out was refused (pageout_refused), runs once more, and says so; the
+# second run counts.
 run_test() {
-	local round tag t0 rc sum again
+	local round tag t0 rc sum again where
 	round=$1 tag=$2 again=
 	shift 2
 	mkdir -p "$OUT/$round"
@@ -109,9 +124,13 @@ run_test() {
 	(cd /tmp && "$@") >"$OUT/$round/$tag.out" 2>&1
 	rc=$?
 	if [ $rc -ne 0 ] && collapse_raced "$OUT/$round/$tag.out"; then
-		mv "$OUT/$round/$tag.out" "$OUT/$round/$tag.raced"
-		again=" (run twice: MADV_COLLAPSE raced in $(tr -d '\033' <"$OUT/$round/$tag.raced" |
+		again=" (run twice: MADV_COLLAPSE raced in $(tr -d '\033' <"$OUT/$round/$tag.out" |
 			sed -n 's/\[[0-9;]*m//g; s/^Run test: //p' | tail -n 1))"
+	elif where=$(pageout_refused "$OUT/$round/$tag.out"); then
+		again=" (run twice: MADV_PAGEOUT refused in $where)"
+	fi
+	if [ -n "$again" ]; then
+		mv "$OUT/$round/$tag.out" "$OUT/$round/$tag.raced"
 		(cd /tmp && "$@") >"$OUT/$round/$tag.out" 2>&1
 		rc=$?
 	fi
