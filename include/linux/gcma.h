@@ -91,11 +91,12 @@ struct gcma_stats {
 /*
  * Called, outside any GCMA lock, with the @count pages from @pfn that a
  * contiguous allocation takes over, some of them lent to secondary
- * clients; the clients must drop the data of the pages they hold, run
- * gcma_unlend_page() on them and never return them.  May sleep.
+ * clients; the clients must drop the data of the pages they hold, pass
+ * them to gcma_take_discarded() with @handoff and never return them, and
+ * return how many that handed off.  May sleep.
  */
-typedef void (*gcma_discard_fn)(struct gcma_area *area, unsigned long pfn,
-				unsigned long count);
+typedef unsigned long (*gcma_discard_fn)(struct gcma_area *area, unsigned long pfn,
+					 unsigned long count, bool handoff);
 
 #ifdef CONFIG_GCMA
 void __init gcma_reserve(void);
@@ -144,10 +145,11 @@ static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_attach(struct gcma_area *area, const void *rs);
-void gcma_call_discard(struct gcma_area *area, unsigned long pfn,
-		       unsigned long count);
+unsigned long gcma_call_discard(struct gcma_area *area, unsigned long pfn,
+				unsigned long count, bool handoff);
 void gcma_lend_page(unsigned long pfn);
 bool gcma_unlend_page(unsigned long pfn);
+unsigned long gcma_take_discarded(unsigned long pfn, u64 mask, bool handoff);
 struct kobject *gcma_sysfs_dir(void);
 
 /**
@@ -257,7 +259,7 @@ static inline void gcma_thp_init(void) { }
 /* Implemented in Rust (mm/gcma_rs/gcma.rs). */
 int gcma_rs_init(void);
 int gcma_rs_alloc(const void *rs, unsigned long count, unsigned int align,
-		  unsigned long *start);
+		  bool handoff, unsigned long *start, unsigned long *handed);
 int gcma_rs_begin_release(const void *rs, unsigned long start,
 			  unsigned long count);
 int gcma_rs_free(const void *rs, unsigned long start, unsigned long count);

@@ -16,6 +16,9 @@
  *   debug_pagealloc), then the pages get one reference each, as
  *   alloc_contig_range() gives them; with __GFP_COMP (cma_alloc_folio())
  *   the range becomes one compound page with one reference on its head.
+ *   Pages a secondary client held had those steps when they were lent:
+ *   an allocation of plain pages takes them as they are (the handoff,
+ *   gcma_take_discarded()).
  * - A release drops the owner's references.  A page whose last reference
  *   goes away, then or later, goes through free_pages_prepare() and back
  *   to the area, never to the buddy allocator: the page allocator's free
@@ -207,13 +210,12 @@ int gcma_register_discard(gcma_discard_fn fn)
 }
 EXPORT_SYMBOL_GPL(gcma_register_discard);
 
-void gcma_call_discard(struct gcma_area *area, unsigned long pfn,
-		       unsigned long count)
+unsigned long gcma_call_discard(struct gcma_area *area, unsigned long pfn,
+				unsigned long count, bool handoff)
 {
 	gcma_discard_fn fn = READ_ONCE(gcma_discard);
 
-	if (fn)
-		fn(area, pfn, count);
+	return fn ? fn(area, pfn, count, handoff) : 0;
 }
 
 /**
@@ -233,8 +235,7 @@ EXPORT_SYMBOL_GPL(gcma_lend_page);
 
 /**
  * gcma_unlend_page() - undo gcma_lend_page()
- * @pfn: the page, about to be returned to the area's map or handed to a
- *	contiguous allocation that discarded it
+ * @pfn: the page, about to be returned to the area's map
  *
  * Runs the page allocator's free steps, so the page is in the state of a
  * free page of the area again.  Does not sleep.
@@ -249,15 +250,109 @@ bool gcma_unlend_page(unsigned long pfn)
 EXPORT_SYMBOL_GPL(gcma_unlend_page);
 
 /*
- * Give the @count free pages from @page the state the page allocator gives
- * an allocation: post_alloc_hook() on each naturally aligned block (or the
- * whole range for a compound page), then one reference per page, or one on
- * the head of the compound page.
+ * Whether an allocation with @gfp takes the lent pages its discards free as
+ * they are.  Not a compound page: its tail pages must have no reference
+ * until it is built, and the handoff marks the pages with one.  Not with
+ * tag-based KASAN: a lent page keeps the tag its lending gave it, where the
+ * pages of an allocated block share one.
  */
-static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp)
+static bool gcma_handoff_ok(gfp_t gfp)
+{
+	return !(gfp & __GFP_COMP) && !IS_ENABLED(CONFIG_KASAN_SW_TAGS) &&
+	       !IS_ENABLED(CONFIG_KASAN_HW_TAGS);
+}
+
+/*
+ * A lent page may go to an allocation as it is only in the state
+ * gcma_lend_page() left it in: no reference, mapping, mapcount, page flag
+ * or memcg charge.  The secondary clients only copy into and out of their
+ * pages, so anything else is a bug; such a page gets the free steps, whose
+ * checks report it.
+ */
+static bool gcma_lent_page_clean(const struct page *page)
+{
+#ifdef CONFIG_MEMCG
+	if (page->memcg_data)
+		return false;
+#endif
+	return !page_ref_count(page) && atomic_read(&page->_mapcount) == -1 &&
+	       !page->mapping && !(page->flags & PAGE_FLAGS_CHECK_AT_PREP);
+}
+
+/**
+ * gcma_take_discarded() - give an allocation the lent pages a discard freed
+ * @pfn: the page of bit 0 of @mask
+ * @mask: the pages, a bit each; a secondary client held them and no copy
+ *	into or out of them is in flight any more
+ * @handoff: as the discard hook was called
+ *
+ * Called by the discard hook.  A lent page had the page allocator's
+ * allocation steps when it was lent (gcma_lend_page()) and has no
+ * reference.  With @handoff the allocation takes it as it is: it gets its
+ * reference here, by which gcma_prep_pages() knows it (a free page of an
+ * area never has one: speculative references fail on a zero count).
+ * page_owner and allocation tags keep the lending as its allocation.
+ * Without @handoff, or if the page is not in the state of a lent page, it
+ * gets the free steps (gcma_unlend_page()), whose checks report a page in
+ * a bad state, and is prepared as a free page.  Does not sleep.
+ *
+ * Return: how many pages were handed off.
+ */
+unsigned long gcma_take_discarded(unsigned long pfn, u64 mask, bool handoff)
+{
+	unsigned long handed = 0;
+
+	while (mask) {
+		struct page *page = pfn_to_page(pfn + __ffs64(mask));
+
+		mask &= mask - 1;
+		if (handoff && gcma_lent_page_clean(page)) {
+			set_page_refcounted(page);
+			handed++;
+		} else {
+			free_pages_prepare(page, 0);
+		}
+	}
+	return handed;
+}
+EXPORT_SYMBOL_GPL(gcma_take_discarded);
+
+/*
+ * The order of the block of free pages from @pfn: at most @order, and no
+ * page of it handed off (gcma_take_discarded()).
+ */
+static unsigned int gcma_free_block_order(unsigned long pfn, unsigned int order)
+{
+	unsigned long i, n = 1UL << order;
+
+	for (i = 1; i < n; i++)
+		if (page_ref_count(pfn_to_page(pfn + i)))
+			return ilog2(i);
+	return order;
+}
+
+/*
+ * Give the @count pages from @page the state the page allocator gives an
+ * allocation: post_alloc_hook() on each naturally aligned block of free
+ * pages (or the whole range for a compound page), then one reference per
+ * page, or one on the head of the compound page.  @handed pages of the
+ * range were handed off by the discard (gcma_take_discarded()): they have
+ * their reference and had the allocation steps, and are only zeroed if the
+ * allocation asks for it, or if init_on_free wants the data of a page gone
+ * before its next owner.
+ */
+static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp,
+			    unsigned long handed)
 {
 	unsigned long pfn = page_to_pfn(page), end = pfn + count;
+	bool zero = want_init_on_alloc(gfp) || want_init_on_free();
 
+	if (handed == count) {
+		/* The whole range, as it is when the area is fully lent. */
+		for (; zero && pfn < end; pfn++)
+			clear_highpage(pfn_to_page(pfn));
+		return;
+	}
 	if (gfp & __GFP_COMP) {
 		unsigned int order = ilog2(count);
 
@@ -267,11 +362,19 @@ static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp)
 		return;
 	}
 	while (pfn < end) {
-		unsigned int order = min3((unsigned int)__ffs(pfn | BIT(MAX_PAGE_ORDER)),
-					  (unsigned int)ilog2(end - pfn),
-					  (unsigned int)MAX_PAGE_ORDER);
 		struct page *p = pfn_to_page(pfn);
+		unsigned int order;
 
+		if (handed && page_ref_count(p)) {
+			if (zero)
+				clear_highpage(p);
+			pfn++;
+			continue;
+		}
+		order = min3((unsigned int)__ffs(pfn | BIT(MAX_PAGE_ORDER)),
+			     (unsigned int)ilog2(end - pfn), (unsigned int)MAX_PAGE_ORDER);
+		if (handed)
+			order = gcma_free_block_order(pfn, order);
 		post_alloc_hook(p, order, gfp);
 		set_page_refcounted(p);
 		if (order)
@@ -301,8 +404,8 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 			    unsigned int align, gfp_t gfp)
 {
 	const void *rs = gcma_area_rs(area);
+	unsigned long start, handed = 0;
 	struct page *page = NULL;
-	unsigned long start;
 	u64 t0, ns;
 	int ret;
 
@@ -327,10 +430,11 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 	 * CPU meanwhile; a negative difference counts as 0.
 	 */
 	t0 = local_clock();
-	ret = gcma_rs_alloc(rs, count, align, &start);
+	ret = gcma_rs_alloc(rs, count, align, gcma_handoff_ok(gfp), &start,
+			    &handed);
 	if (!ret) {
 		page = pfn_to_page(gcma_base_pfn(area) + start);
-		gcma_prep_pages(page, count, gfp);
+		gcma_prep_pages(page, count, gfp, handed);
 	}
 	ns = local_clock() - t0;
 	if ((s64)ns < 0)

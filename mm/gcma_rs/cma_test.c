@@ -596,6 +596,139 @@ static void gcma_cma_odd_base_alignment(struct kunit *test)
 	}
 }
 
+/* Swap type of the test's DMEM entries: no swap device has it. */
+#define GCMA_CMA_TEST_SWAP_TYPE	29
+#define GCMA_CMA_TEST_WINDOW	64
+
+/*
+ * Holds every free page of the area one by one, then frees an aligned
+ * window of GCMA_CMA_TEST_WINDOW pages among them: the window is then the
+ * only free range of the area.  Returns the window's first index, or -1.
+ */
+static long gcma_cma_hold_all_but_window(struct kunit *test, struct gcma_cma_ctx *ctx,
+					 bool *held)
+{
+	unsigned long i, run = 0;
+	struct page *page;
+
+	while ((page = gcma_alloc(ctx->area, 1, 0, true)))
+		held[page_to_pfn(page) - ctx->base_pfn] = true;
+	for (i = 0; i < ctx->nr_pages; i++) {
+		run = held[i] ? run + 1 : 0;
+		if (run >= GCMA_CMA_TEST_WINDOW &&
+		    (ctx->base_pfn + i + 1) % GCMA_CMA_TEST_WINDOW == 0)
+			break;
+	}
+	if (i == ctx->nr_pages)
+		return -1;
+	i = i + 1 - GCMA_CMA_TEST_WINDOW;
+	for (run = 0; run < GCMA_CMA_TEST_WINDOW; run++) {
+		held[i + run] = false;
+		KUNIT_EXPECT_TRUE(test, gcma_release(ctx->area,
+						     pfn_to_page(ctx->base_pfn + i + run), 1));
+	}
+	return i;
+}
+
+/* Stores @n swap pages in DMEM, each filled with its own byte. */
+static unsigned long gcma_cma_store_swap(struct page *src, unsigned long n)
+{
+	unsigned long i, stored = 0;
+
+	for (i = 0; i < n; i++) {
+		memset(page_address(src), 0xc0 + i, PAGE_SIZE);
+		stored += gcma_dmem_rs_store_swap(GCMA_CMA_TEST_SWAP_TYPE, i, src);
+	}
+	return stored;
+}
+
+/*
+ * An allocation over pages DMEM holds takes them over in the state of
+ * allocated pages: plain pages (handed off as they are, see
+ * gcma_take_discarded()), with some of the range lent or all of it, and a
+ * folio (whose pages go through the free steps first) alike, zeroed when
+ * asked, with the references the page allocator gives; DMEM no longer has
+ * their data, and a release gives them back to the area.  Every byte is
+ * read, under KASAN.
+ */
+static void gcma_cma_discard_handoff(struct kunit *test)
+{
+	static const struct {
+		unsigned long lent;
+		gfp_t gfp;
+	} cases[] = {
+		{ 8, GFP_KERNEL },
+		{ 8, GFP_KERNEL | __GFP_ZERO },
+		{ GCMA_CMA_TEST_WINDOW, GFP_KERNEL },
+		{ GCMA_CMA_TEST_WINDOW, GFP_KERNEL | __GFP_ZERO },
+		{ 8, GFP_KERNEL | __GFP_ZERO | __GFP_COMP },
+	};
+	struct gcma_cma_ctx *ctx = test->priv;
+	u64 used = gcma_cma_used(ctx);
+	struct gcma_stats st0, st;
+	struct page *src, *page;
+	unsigned long i, k, bad;
+	bool *held;
+	long w;
+
+	if (gcma_dmem_rs_enabled(GCMA_DMEM_SWAP) < 0)
+		kunit_skip(test, "no DMEM instance");
+	src = alloc_page(GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, src);
+	held = kunit_kcalloc(test, ctx->nr_pages, sizeof(*held), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, held);
+	w = gcma_cma_hold_all_but_window(test, ctx, held);
+	KUNIT_ASSERT_GE_MSG(test, w, 0, "no aligned window of %d free pages",
+			    GCMA_CMA_TEST_WINDOW);
+
+	for (k = 0; k < ARRAY_SIZE(cases); k++) {
+		unsigned long n = cases[k].lent, dirty = 0;
+		gfp_t gfp = cases[k].gfp;
+		bool comp = gfp & __GFP_COMP;
+
+		gcma_stats(ctx->area, &st0);
+		KUNIT_ASSERT_EQ(test, gcma_cma_store_swap(src, n), n);
+		gcma_stats(ctx->area, &st);
+		KUNIT_ASSERT_EQ_MSG(test, st.secondary_lent_pages, st0.secondary_lent_pages + n,
+				    "DMEM took its pages elsewhere");
+		page = gcma_alloc_gfp(ctx->area, GCMA_CMA_TEST_WINDOW, 0, gfp);
+		KUNIT_ASSERT_NOT_NULL(test, page);
+		KUNIT_ASSERT_EQ(test, page_to_pfn(page), ctx->base_pfn + w);
+		gcma_stats(ctx->area, &st);
+		KUNIT_EXPECT_EQ_MSG(test, st.discarded_pages, st0.discarded_pages + n,
+				    "case %lu", k);
+		KUNIT_EXPECT_EQ(test, st.secondary_lent_pages, st0.secondary_lent_pages);
+		for (i = 0; i < n; i++)
+			KUNIT_EXPECT_FALSE(test, gcma_dmem_rs_load_swap(GCMA_CMA_TEST_SWAP_TYPE,
+									i, src));
+		for (i = 0, bad = 0; i < GCMA_CMA_TEST_WINDOW; i++) {
+			struct page *p = nth_page(page, i);
+			int refs = comp && i ? 0 : 1;
+
+			/* Tail pages have their own use of ->mapping. */
+			bad += page_ref_count(p) != refs || page_mapped(p) ||
+			       (!PageTail(p) && p->mapping) || comp != PageCompound(p);
+			/* Reads every byte: KASAN reports a poisoned page. */
+			dirty += !!memchr_inv(page_address(p), 0, PAGE_SIZE);
+		}
+		KUNIT_EXPECT_EQ_MSG(test, bad, 0, "case %lu: pages not as allocated", k);
+		if (gfp & __GFP_ZERO)
+			KUNIT_EXPECT_EQ_MSG(test, dirty, 0, "case %lu: pages not zeroed", k);
+		if (comp)
+			KUNIT_EXPECT_EQ(test, folio_order(page_folio(page)),
+					ilog2(GCMA_CMA_TEST_WINDOW));
+		/* Usable, and back to the area when released. */
+		memset(page_address(page), 0x5a, GCMA_CMA_TEST_WINDOW * PAGE_SIZE);
+		KUNIT_EXPECT_TRUE(test, gcma_release(ctx->area, page, GCMA_CMA_TEST_WINDOW));
+	}
+	for (i = 0; i < ctx->nr_pages; i++)
+		if (held[i])
+			gcma_release(ctx->area, pfn_to_page(ctx->base_pfn + i), 1);
+	__free_page(src);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
+}
+
 static int gcma_cma_sum_plain(struct cma *cma, void *data)
 {
 	if (!cma_gcma(cma))
@@ -626,6 +759,7 @@ static struct kunit_case gcma_cma_cases[] = {
 	KUNIT_CASE(gcma_cma_init_on_alloc),
 	KUNIT_CASE(gcma_cma_odd_base_alignment),
 	KUNIT_CASE(gcma_cma_not_in_cmatotal),
+	KUNIT_CASE(gcma_cma_discard_handoff),
 	{}
 };
 

@@ -265,47 +265,53 @@ pub(crate) fn switch(client: c_uint, on: bool) -> Result {
 
 /// The discard hook: a contiguous allocation takes the `count` pages from
 /// `pfn` of `area`, some of them lent.  Each instance drops the data of
-/// the pages it holds, chunk by chunk ([`Dmem::discard_range`]), waits for
-/// their copies to finish, and the page allocator's free steps run on
-/// them, so they reach the allocation in the state of free pages.  May
-/// sleep.
+/// the pages it holds, chunk by chunk ([`Dmem::discard_range`]), and waits
+/// for their copies to finish; then `gcma_take_discarded()` hands each
+/// chunk's pages to the allocation as they are (`handoff`) or runs the
+/// page allocator's free steps on them.  Returns how many pages were handed
+/// off.  May sleep.
 ///
 /// # Safety
 ///
 /// None beyond the FFI contract: any `area`, `pfn` and `count` are
 /// handled, as the pointer is only compared with those of the areas in
 /// service and the range is checked against the area.
-unsafe extern "C" fn discard_hook(area: *mut bindings::gcma_area, pfn: c_ulong, count: c_ulong) {
+unsafe extern "C" fn discard_hook(
+    area: *mut bindings::gcma_area,
+    pfn: c_ulong,
+    count: c_ulong,
+    handoff: bool,
+) -> c_ulong {
     use crate::profile::{end, start, Phase};
 
-    let Some(d) = dmems() else { return };
+    let Some(d) = dmems() else { return 0 };
     let (Some(first), Some(_)) = (
         d.areas.index_of(area, pfn),
         count
             .checked_sub(1)
             .and_then(|n| d.areas.index_of(area, pfn.checked_add(n)?)),
     ) else {
-        return;
+        return 0;
     };
+    let mut handed = 0;
     let mut t = start();
-    let mut unlend = |base: usize, mut mask: u64| {
+    let mut take = |base: usize, mask: u64| {
         t = end(Phase::DmemDiscard, t);
-        while mask != 0 {
-            // `base + i >= first` for every bit `i` set: the pages are in
-            // the range.
-            let p = pfn + (base + mask.trailing_zeros() as usize - first);
-            mask &= mask - 1;
-            // SAFETY: the page was lent by the supply (allocation steps
-            // done) and no copy is in flight any more.
-            if !unsafe { bindings::gcma_unlend_page(p) } {
-                pr_err!("dmem: discarded page at pfn {:#x} in a bad state\n", p);
-            }
-        }
-        t = end(Phase::Unlend, t);
+        // The pfn of bit 0, which may lie below the range (`base` is
+        // aligned to the chunk size); `base + i >= first` for every bit `i`
+        // set, so the pages themselves are in it.
+        let pfn0 = pfn.wrapping_sub(first).wrapping_add(base);
+        // SAFETY: the pages were lent by the supply (allocation steps done),
+        // no copy is in flight any more, and the allocation that claimed
+        // them is the only one to take them.
+        let n = unsafe { bindings::gcma_take_discarded(pfn0, mask, handoff) };
+        handed += n;
+        t = end(Phase::PageState, t);
     };
-    d.file.dmem.discard_range(first, count, &mut unlend);
-    d.swap.dmem.discard_range(first, count, &mut unlend);
+    d.file.dmem.discard_range(first, count, &mut take);
+    d.swap.dmem.discard_range(first, count, &mut take);
     end(Phase::DmemDiscard, t);
+    handed
 }
 
 /// Fills `*st` with the counters of client `client`: 0, or `-ENODEV` if

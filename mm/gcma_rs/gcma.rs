@@ -93,9 +93,10 @@ pub(crate) mod profile {
         /// The DMEM instances dropping the pages they hold (inside the
         /// hook; timed per chunk of pages).
         DmemDiscard,
-        /// The page allocator's free steps on them (inside the hook; timed
-        /// per chunk).
-        Unlend,
+        /// Giving them the state of allocated pages: the handoff, or the
+        /// page allocator's free steps for a compound allocation (inside
+        /// the hook; timed per chunk).
+        PageState,
         /// Clearing the lent bits of the claimed range (map lock).
         Finish,
     }
@@ -211,7 +212,8 @@ unsafe impl Sync for Area {}
 
 impl Area {
     /// Allocates `count` pages whose first page frame number is aligned to
-    /// `1 << align` pages and returns the first page's index in the area.
+    /// `1 << align` pages and returns the first page's index in the area
+    /// and the number of discarded pages handed off to it.
     ///
     /// The search holds the lock for at most [`TRIES_PER_LOCK`] tries at a
     /// time.  When it resumes, pages below where it stopped may have been
@@ -221,8 +223,9 @@ impl Area {
     ///
     /// Pages lent to secondary clients inside the range are discarded
     /// outside the lock, as the `area_map` protocol requires, before the
-    /// range is returned.
-    fn alloc(&self, count: usize, align: u32) -> Result<usize> {
+    /// range is returned; with `handoff` the allocation takes them as they
+    /// are (see `gcma_take_discarded()`).
+    fn alloc(&self, count: usize, align: u32, handoff: bool) -> Result<(usize, usize)> {
         let t0 = profile::start();
         let (mut from, mut restarts) = (0, 0);
         let mut generation = self.map.lock().generation();
@@ -251,15 +254,19 @@ impl Area {
             }
         };
         profile::end(profile::Phase::Search, t0);
-        if out.lent > 0 {
-            self.discard(out.start, out.count);
-        }
+        let handed = if out.lent > 0 {
+            self.discard(out.start, out.count, handoff)
+        } else {
+            0
+        };
         self.alloc_success.fetch_add(1, Ordering::Relaxed);
-        Ok(out.start)
+        Ok((out.start, handed))
     }
 
     /// Has the secondary clients drop the lent pages of the freshly
-    /// claimed range `start..start + count`, then clears their bits.
+    /// claimed range `start..start + count` (handing them off to the
+    /// allocation with `handoff`), then clears their bits; returns how many
+    /// pages were handed off.
     ///
     /// The whole range goes to the discard hook in one call: the clients
     /// know which pages they hold, and handle them in chunks, so neither
@@ -267,17 +274,19 @@ impl Area {
     /// the range when it was claimed stay lent until this clears them, and
     /// no page of the range can be lent anew meanwhile (it is
     /// primary-owned).
-    fn discard(&self, start: usize, count: usize) {
+    fn discard(&self, start: usize, count: usize, handoff: bool) -> usize {
         let t = profile::start();
+        let pfn = self.base_pfn + start;
         // SAFETY: `c` is the static descriptor of this area and the range
         // is in it; the hook is called without any GCMA lock held, as
         // documented.
-        unsafe { bindings::gcma_call_discard(self.c, self.base_pfn + start, count) };
+        let handed = unsafe { bindings::gcma_call_discard(self.c, pfn, count, handoff) };
         let t = profile::end(profile::Phase::Hook, t);
         // The range is primary-owned, so this cannot fail.
         let dropped = self.map.lock().finish_discard(start, count).unwrap_or(0);
         profile::end(profile::Phase::Finish, t);
         self.discarded.fetch_add(dropped, Ordering::Relaxed);
+        handed
     }
 
     /// Marks the allocated range `start..start + count` releasing: its
@@ -411,25 +420,32 @@ unsafe fn area_of(rs: *const c_void) -> &'static Area {
 }
 
 /// Allocates `count` pages aligned to `1 << align` pages; on success
-/// stores the index of the first one in `*start` and returns 0, else
-/// `-EINVAL` (`count == 0`, bad alignment) or `-ENOMEM`.
+/// stores the index of the first one in `*start` and the number of
+/// discarded pages handed off to it in `*handed`, and returns 0, else
+/// `-EINVAL` (`count == 0`, bad alignment) or `-ENOMEM`.  `handoff` is
+/// passed to the discard hook.
 ///
 /// # Safety
 ///
-/// `rs` as for [`area_of`]; `start` must be valid for writes.
+/// `rs` as for [`area_of`]; `start` and `handed` must be valid for writes.
 #[no_mangle]
 pub unsafe extern "C" fn gcma_rs_alloc(
     rs: *const c_void,
     count: c_ulong,
     align: c_uint,
+    handoff: bool,
     start: *mut c_ulong,
+    handed: *mut c_ulong,
 ) -> c_int {
     // SAFETY: guaranteed by the caller.
     let area = unsafe { area_of(rs) };
-    match area.alloc(count, align) {
-        Ok(s) => {
+    match area.alloc(count, align, handoff) {
+        Ok((s, d)) => {
             // SAFETY: guaranteed by the caller.
-            unsafe { *start = s };
+            unsafe {
+                *start = s;
+                *handed = d;
+            }
             0
         }
         Err(e) => e.to_errno(),

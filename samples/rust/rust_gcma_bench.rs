@@ -503,7 +503,7 @@ fn profile_pass(
     clock: u64,
 ) -> Result<usize> {
     pr_info!(
-        "bench: profile, GCMA, area filled, {} runs per size, 3 probes per allocation and 2 per chunk of {} pages ({} ns each): ns per allocation: pages | alloc | search | hook | finish | outside Rust | ns per discarded page: hook (dmem-discard unlend) | floor us | alloc/floor\n",
+        "bench: profile, GCMA, area filled, {} runs per size, 3 probes per allocation and 2 per chunk of {} pages ({} ns each): ns per allocation: pages | alloc | search | hook | finish | outside Rust | ns per discarded page: hook (dmem-discard page-state) | floor us | alloc/floor\n",
         reps,
         crate::dmem::DISCARD_CHUNK,
         clock
@@ -535,11 +535,11 @@ fn profile_pass(
         let outside = a.mean.saturating_sub(rust);
         // The floor: the work the returned pages need, measured here:
         // the search, the C side, and per page only the discard itself
-        // (DMEM marking the page, the page allocator's free steps).
+        // (DMEM marking the page, then its page-state step: the handoff).
         let floor = per(Phase::Search)
             + per(Phase::Finish)
             + outside
-            + (sums[Phase::DmemDiscard as usize].0 + sums[Phase::Unlend as usize].0) / n;
+            + (sums[Phase::DmemDiscard as usize].0 + sums[Phase::PageState as usize].0) / n;
         pr_info!(
             "bench: profile {:5} | {} | {} | {} | {} | {} | {} ({} {}) | {} | {}\n",
             count,
@@ -550,7 +550,7 @@ fn profile_pass(
             outside,
             page(Phase::Hook),
             page(Phase::DmemDiscard),
-            page(Phase::Unlend),
+            page(Phase::PageState),
             Us(floor),
             Ratio(a.mean, floor)
         );
