@@ -53,7 +53,20 @@ log "vmstat: pswpin=$(read_counter /proc/vmstat pswpin) pswpout=$(read_counter /
 
 # memhog has exited: its slots were freed, and their entries with them,
 # except slots still parked in the per-CPU swap slot caches (64 each).
-check freed_slots_dropped expect_le "$(read_counter $S/stored_pages)" $((64 * $(cmdline_arg scenario.smp 2)))
+# Not all at once: slots whose pages were still in the swap cache are
+# freed by the exit only when swap is nearly full (free_swap_and_cache_nr(),
+# vm_swap_full()), else when reclaim takes the pages, still charged to
+# the cgroup; and the address space goes only with its last user, which
+# may be another task than memhog.  One clean-clone run found 217 entries
+# at once, against a bound of 128 with two CPUs; local runs find 0 or 1.
+# So reclaim the cgroup and give the rest 10 s; an entry that outlives
+# its slot would stay for good.
+exited=$(read_counter $S/stored_pages)
+echo 64M >$CG/anon/memory.reclaim 2>/dev/null
+bound=$((64 * $(cmdline_arg scenario.smp 2)))
+t0=$(cut -d. -f1 /proc/uptime)
+check freed_slots_dropped wait_for 10 value_is "read_counter $S/stored_pages" -le $bound
+log "swap client entries: $exited after memhog's exit, $(read_counter $S/stored_pages) after reclaiming its cgroup and $(($(cut -d. -f1 /proc/uptime) - t0)) s (bound $bound)"
 
 # Swapoff reads back what a live process has swapped out (from DMEM where
 # it can) and drops whatever the device still had.
