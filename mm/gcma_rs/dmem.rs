@@ -658,6 +658,46 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
         }
     }
 
+    /// Marks the held pages among `lo..hi` discarded, for
+    /// [`Dmem::discard_range`]: the idle ones become free, the busy ones
+    /// [`State::Discarded`], and the bound ones leave the LRU list for the
+    /// stale list.  Returns the bits, relative to `base`, of the pages freed
+    /// (`done`) and of the busy ones.
+    ///
+    /// Out of line: the loop every discarded page goes through stays small
+    /// and in one place, whatever its caller inlines around it.
+    #[inline(never)]
+    fn mark_discarded(&mut self, base: usize, lo: usize, hi: usize) -> (u64, u64) {
+        let (mut done, mut busy) = (0u64, 0u64);
+        for page in lo..hi {
+            let Some(s) = self.slots.get_mut(page) else {
+                break;
+            };
+            let bit = 1u64 << (page - base);
+            let bound = match s.state {
+                State::Free | State::Discarded => continue,
+                State::Dead => false,
+                State::Filling | State::Ready => true,
+            };
+            if s.copiers == 0 {
+                s.state = State::Free;
+                done |= bit;
+            } else {
+                s.state = State::Discarded;
+                busy |= bit;
+            }
+            if bound {
+                // The key stays in the slot: its index entry is stale from
+                // now on.
+                self.unlink(page);
+                self.bound -= 1;
+                self.push_stale(page);
+            }
+        }
+        self.held -= done.count_ones() as usize;
+        (done, busy)
+    }
+
     /// Puts page `p`, just taken off the LRU list with its key kept, on the
     /// stale list.
     fn push_stale(&mut self, p: usize) {
@@ -1195,35 +1235,9 @@ impl<C: Config> Dmem<C> {
                 if t.held == 0 {
                     return None;
                 }
-                let (mut done, mut busy) = (0u64, 0u64);
-                for page in lo..hi {
-                    let Some(s) = t.slots.get_mut(page) else {
-                        break;
-                    };
-                    let bit = 1u64 << (page - base);
-                    let bound = match s.state {
-                        State::Free | State::Discarded => continue,
-                        State::Dead => false,
-                        State::Filling | State::Ready => true,
-                    };
-                    if s.copiers == 0 {
-                        s.state = State::Free;
-                        done |= bit;
-                    } else {
-                        s.state = State::Discarded;
-                        busy |= bit;
-                    }
-                    if bound {
-                        // The key stays in the slot: its index entry is
-                        // stale from now on.
-                        t.unlink(page);
-                        t.bound -= 1;
-                        t.push_stale(page);
-                    }
-                }
-                t.held -= done.count_ones() as usize;
+                let out = t.mark_discarded(base, lo, hi);
                 self.stale_hint.store(t.stale, Ordering::Relaxed);
-                Some((done, busy))
+                Some(out)
             });
             let Some((mut done, mut busy)) = marked else {
                 break;
