@@ -664,11 +664,21 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
     /// stale list.  Returns the bits, relative to `base`, of the pages freed
     /// (`done`) and of the busy ones.
     ///
+    /// Pages lent one after the other sit next to each other on the LRU
+    /// list too, in one direction or the other, so the bound pages of a
+    /// range mostly form a few stretches of it.  Each stretch moves to the
+    /// stale list whole, keeping its own links: per page, only its state
+    /// changes and one link of its neighbour is read.
+    ///
     /// Out of line: the loop every discarded page goes through stays small
     /// and in one place, whatever its caller inlines around it.
     #[inline(never)]
     fn mark_discarded(&mut self, base: usize, lo: usize, hi: usize) -> (u64, u64) {
         let (mut done, mut busy) = (0u64, 0u64);
+        // The stretch of the LRU list marked so far, from its most recently
+        // stored page to its least recently stored one.
+        let mut run: Option<(usize, usize)> = None;
+        let mut moved = 0;
         for page in lo..hi {
             let Some(s) = self.slots.get_mut(page) else {
                 break;
@@ -686,31 +696,64 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
                 s.state = State::Discarded;
                 busy |= bit;
             }
-            if bound {
-                // The key stays in the slot: its index entry is stale from
-                // now on.
-                self.unlink(page);
-                self.bound -= 1;
-                self.push_stale(page);
+            if !bound {
+                continue;
             }
+            // The key stays in the slot: its index entry is stale from now
+            // on.
+            moved += 1;
+            run = Some(match run {
+                None => (page, page),
+                Some((first, last)) if self.next_of(last) == page => (first, page),
+                Some((first, last)) if self.prev_of(first) == page => (page, last),
+                Some((first, last)) => {
+                    self.move_to_stale(first, last);
+                    (page, page)
+                }
+            });
         }
+        if let Some((first, last)) = run {
+            self.move_to_stale(first, last);
+        }
+        self.bound -= moved;
+        self.stale += moved;
         self.held -= done.count_ones() as usize;
         (done, busy)
     }
 
-    /// Puts page `p`, just taken off the LRU list with its key kept, on the
-    /// stale list.
-    fn push_stale(&mut self, p: usize) {
+    /// The `next` link of page `p`, or [`NIL`].
+    fn next_of(&self, p: usize) -> usize {
+        self.slots.get(p).map_or(NIL, |s| s.next)
+    }
+
+    /// The `prev` link of page `p`, or [`NIL`].
+    fn prev_of(&self, p: usize) -> usize {
+        self.slots.get(p).map_or(NIL, |s| s.prev)
+    }
+
+    /// Moves the stretch of the LRU list from `first` to `last` (following
+    /// `next`) to the head of the stale list; the caller counts its pages.
+    fn move_to_stale(&mut self, first: usize, last: usize) {
+        let (before, after) = (self.prev_of(first), self.next_of(last));
+        match self.slots.get_mut(before) {
+            Some(s) => s.next = after,
+            None => self.head = after,
+        }
+        match self.slots.get_mut(after) {
+            Some(s) => s.prev = before,
+            None => self.tail = before,
+        }
         let old = self.stale_head;
-        if let Some(s) = self.slots.get_mut(p) {
+        if let Some(s) = self.slots.get_mut(first) {
             s.prev = NIL;
+        }
+        if let Some(s) = self.slots.get_mut(last) {
             s.next = old;
         }
         if let Some(s) = self.slots.get_mut(old) {
-            s.prev = p;
+            s.prev = last;
         }
-        self.stale_head = p;
-        self.stale += 1;
+        self.stale_head = first;
     }
 
     /// Takes page `p` off the stale list, if it is on it, and returns the

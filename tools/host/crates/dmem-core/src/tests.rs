@@ -7,7 +7,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
 use std::hash::Hash;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use kernel::alloc::fault;
@@ -34,6 +34,10 @@ enum Op {
     InvalidateGroup { group: u8 },
     /// A primary allocation claims the page of key `key`, if stored.
     Discard { key: u8 },
+    /// A primary allocation claims the pages `first..first + len` (`first`
+    /// modulo the page count, the range cut at the last page): one range
+    /// discard drops those the store holds.
+    DiscardRange { first: u8, len: u8 },
     /// A primary allocation claims a free page.
     ClaimFree,
     /// A primary allocation releases its page `nth` (modulo the count).
@@ -48,6 +52,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<u8>().prop_map(|key| Op::Invalidate { key }),
         1 => any::<u8>().prop_map(|group| Op::InvalidateGroup { group }),
         1 => any::<u8>().prop_map(|key| Op::Discard { key }),
+        1 => (any::<u8>(), 1..=24u8).prop_map(|(first, len)| Op::DiscardRange { first, len }),
         1 => Just(Op::ClaimFree),
         1 => any::<u8>().prop_map(|nth| Op::Release { nth }),
     ]
@@ -248,6 +253,52 @@ fn run<K: Space>(ops: &[Op], pages: usize, buckets: usize, exclusive: bool) {
                     // The new owner writes; nothing of the store may change it.
                     dmem.access().write(h.page, &[usize::MAX; WORDS]);
                 }
+            }
+            Op::DiscardRange { first, len } => {
+                let first = usize::from(first) % pages;
+                let end = (first + usize::from(len)).min(pages);
+                let held: Vec<(K, usize)> = m
+                    .data
+                    .keys()
+                    .filter_map(|k| Some((*k, dmem.handle_of(k)?.page)))
+                    .collect();
+                assert_eq!(held.len(), m.data.len(), "op {i}: entries not ready");
+                let (mut lent, mut claimed) = (Vec::new(), Vec::new());
+                for p in first..end {
+                    if let Some(was_lent) = dmem.supply().claim(p) {
+                        claimed.push(p);
+                        if was_lent {
+                            lent.push(p);
+                        }
+                    }
+                }
+                let mut freed = Vec::new();
+                let n = dmem.discard_range(first, end - first, |base, mut mask| {
+                    while mask != 0 {
+                        freed.push(base + mask.trailing_zeros() as usize);
+                        mask &= mask - 1;
+                    }
+                });
+                freed.sort_unstable();
+                assert_eq!(freed, lent, "op {i}: {op:?}: pages reported free");
+                assert_eq!(n, lent.len(), "op {i}: {op:?}");
+                let gone: Vec<K> = held
+                    .iter()
+                    .filter(|(_, p)| lent.contains(p))
+                    .map(|(k, _)| *k)
+                    .collect();
+                assert_eq!(gone.len(), lent.len(), "op {i}: {op:?}: held pages");
+                for k in &gone {
+                    m.remove(k);
+                }
+                m.stats.discards += gone.len();
+                for &p in &lent {
+                    dmem.supply().finish_discard(p);
+                }
+                for &p in &claimed {
+                    dmem.access().write(p, &[usize::MAX; WORDS]);
+                }
+                m.claimed += claimed.len();
             }
             Op::ClaimFree => {
                 let got = dmem.supply().claim_free();
@@ -502,13 +553,20 @@ fn stress_against_primary_claims() {
         false,
     ));
     let stop = Arc::new(AtomicBool::new(false));
+    // Discards of lent pages so far: the workers go on until there have
+    // been a few, however the threads were scheduled.
+    let claims = Arc::new(AtomicUsize::new(0));
     let mut threads = Vec::new();
     for t in 0..3u64 {
         let d = d.clone();
+        let claims = claims.clone();
         threads.push(std::thread::spawn(move || {
             let mut x = t.wrapping_mul(0x9e37_79b9) | 1;
             let mut buf = [0usize; 8];
-            for n in 0..20_000u64 {
+            for n in 0..2_000_000u64 {
+                if n >= 20_000 && claims.load(Ordering::Relaxed) >= 100 {
+                    break;
+                }
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
@@ -539,6 +597,7 @@ fn stress_against_primary_claims() {
     {
         let d = d.clone();
         let stop = stop.clone();
+        let claims = claims.clone();
         threads.push(std::thread::spawn(move || {
             let mut p = 0;
             while !stop.load(Ordering::Relaxed) {
@@ -548,6 +607,7 @@ fn stress_against_primary_claims() {
                         if lent {
                             d.discard(p);
                             d.supply().finish_discard(p);
+                            claims.fetch_add(1, Ordering::Relaxed);
                         }
                         assert_eq!(d.access().in_flight(p), 0, "copy outlived discard");
                         d.access().write(p, &[OWNER; 8]);
