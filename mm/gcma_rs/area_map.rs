@@ -130,6 +130,13 @@ const STALE_SPAN: usize = 8;
 /// before it turns to the tree.
 const LINEAR_WORDS: usize = 2;
 
+/// Wholly free bitmap words a search for more than [`HINTS`] pages follows
+/// past its first word before it turns to the tree: they hold windows of up
+/// to 4096 pages (on 64-bit), and reading them costs less than a walk through
+/// the tree, which touches a node on every level.  Bounded, as an aligned
+/// search may make many tries.
+const FREE_WORDS: usize = 64;
+
 /// Most levels the availability bitset can have: enough for any area that
 /// fits in the address space (each level divides the words by `BITS`).
 const MAX_LEVELS: usize = 12;
@@ -1524,8 +1531,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     ///
     /// Scans the word of `from`, and for a window of at most [`HINTS`]
     /// pages the next [`LINEAR_WORDS`] words too (see
-    /// [`Self::find_small`]), before it brings the tree up to date and
-    /// searches it.
+    /// [`Self::find_small`]), for a larger one the wholly free words that
+    /// follow, before it brings the tree up to date and searches it.
     fn find(&mut self, from: usize, k: usize) -> Option<usize> {
         if k <= HINTS {
             return self.find_small(from, k);
@@ -1533,12 +1540,28 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         if from >= self.nr_pages || k > self.nr_pages - from {
             return None;
         }
-        let w = from / BITS;
+        let mut w = from / BITS;
         let f = self.leaf_free(w) & (usize::MAX << (from % BITS));
-        match scan_word(f, w * BITS, 0, k) {
-            Scan::Found(s) => Some(s),
-            Scan::Carry(carry) => self.find_in_tree(w, carry, k),
+        let mut carry = match scan_word(f, w * BITS, 0, k) {
+            Scan::Found(s) => return Some(s),
+            Scan::Carry(carry) => carry,
+        };
+        // While the window grows by whole free words, follow the bitmap:
+        // in a lightly used area a window of up to [`FREE_WORDS`] words is
+        // found there, in one pass over its own words, without a walk
+        // through the tree and without bringing it up to date.  The first
+        // word that is not wholly free ends the window or hands the search
+        // to the tree, and so does the last one followed.
+        let last = self.nr_words.min(w + FREE_WORDS + 1);
+        while carry > 0 && w + 1 < last {
+            w += 1;
+            match scan_word(self.leaf_free(w), w * BITS, carry, k) {
+                Scan::Found(s) => return Some(s),
+                Scan::Carry(c) if c == carry + BITS => carry = c,
+                Scan::Carry(c) => return self.find_in_tree(w, c, k),
+            }
         }
+        self.find_in_tree(w, carry, k)
     }
 
     /// [`Self::find`] for `1 <= k <= HINTS`, which mostly finds its window
