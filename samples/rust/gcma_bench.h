@@ -23,6 +23,7 @@ bool gcma_bench_release(struct cma *cma, struct page *pages,
 u64 gcma_bench_now_ns(void);
 u64 gcma_bench_ktime_ns(void);
 void gcma_bench_pause(void);
+void gcma_bench_flush_tlb(void);
 void gcma_bench_set_fifo(void);
 int gcma_bench_cma_fill_start(struct cma *cma);
 void gcma_bench_cma_fill_stop(void);
