@@ -39,10 +39,11 @@
 //!   all pages of one file share a bucket, so invalidating a file visits
 //!   one tree; swap offsets are grouped in clusters of
 //!   `1 << SWAP_CLUSTER_SHIFT` pages.
-//! * The *page table*, under the one page lock: a [`Slot`] per page the
-//!   supply may lend (indexed by area page index), holding the page's
-//!   [`State`], its count of in-flight copies, the key and sequence number
-//!   it is bound to, and its links in the LRU list.  The LRU list holds the
+//! * The *page table*, under the one page lock: per page the supply may
+//!   lend (indexed by area page index), a [`Link`], holding the page's
+//!   [`State`], its count of in-flight copies and its links in the LRU
+//!   list, and a [`Slot`], holding the key and sequence number it is bound
+//!   to.  They are two arrays, as most operations need only the first.  The LRU list holds the
 //!   bound pages ([`State::Filling`] and [`State::Ready`]) in the order
 //!   they were stored; eviction takes the oldest idle one.
 //!
@@ -430,28 +431,29 @@ pub(crate) enum State {
     Discarded,
 }
 
-/// The page-table entry of one page.
+/// The page-table entry of one page, first part: its state, copies and
+/// list links, which every page-table operation goes through.
+///
+/// The entry is split in two arrays, this [`Link`] and the [`Slot`] with
+/// the key, so that the operations that need no key, a discard above all,
+/// go through a few bytes per page rather than the whole entry.
 ///
 /// # Invariants
 ///
-/// * The slots on the LRU list are exactly those in [`State::Filling`] and
-///   [`State::Ready`]; their `key` is `Some`.
-/// * The slots on the stale list are in [`State::Free`] or
-///   [`State::Discarded`]; their `key` is `Some`, the key of the binding
-///   they had when they were discarded (sequence number `seq`), whose index
-///   entry may still be in the index.
-/// * Every other slot's `key` is `None`.
+/// * The pages on the LRU list are exactly those in [`State::Filling`] and
+///   [`State::Ready`]; their slot's `key` is `Some`.
+/// * The pages on the stale list are in [`State::Free`] or
+///   [`State::Discarded`]; their slot's `key` is `Some`, the key of the
+///   binding they had when they were discarded (sequence number `seq`),
+///   whose index entry may still be in the index.
+/// * Every other page's slot has `key` `None`.
 /// * `copiers` is 0 in [`State::Free`], at least 1 in [`State::Filling`]
 ///   (the store filling it) and in [`State::Dead`].
-pub(crate) struct Slot<K> {
+pub(crate) struct Link {
     /// State of the page.
     state: State,
     /// Copies in flight into or out of the page.
     copiers: u32,
-    /// Sequence number of the page's current or last binding.
-    seq: u64,
-    /// Key the page is bound to.
-    key: Option<K>,
     /// Next more recently stored page on the LRU list, or previous page on
     /// the stale list, or [`NIL`].
     prev: usize,
@@ -460,17 +462,37 @@ pub(crate) struct Slot<K> {
     next: usize,
 }
 
-impl<K> Slot<K> {
-    /// A slot of a page the store does not hold.
+impl Link {
+    /// The link of a page the store does not hold.
     pub(crate) const fn new() -> Self {
-        Slot {
+        Link {
             state: State::Free,
             copiers: 0,
-            seq: 0,
-            key: None,
             prev: NIL,
             next: NIL,
         }
+    }
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The page-table entry of one page, second part: its binding.  See
+/// [`Link`] for the invariants.
+pub(crate) struct Slot<K> {
+    /// Sequence number of the page's current or last binding.
+    seq: u64,
+    /// Key the page is bound to.
+    key: Option<K>,
+}
+
+impl<K> Slot<K> {
+    /// A slot of a page the store does not hold.
+    pub(crate) const fn new() -> Self {
+        Slot { seq: 0, key: None }
     }
 }
 
@@ -595,18 +617,21 @@ enum Unbound {
 ///
 /// # Invariants
 ///
+/// * `links` and `slots` have the same length.
 /// * The LRU list, from `head` (most recently stored) to `tail` through
-///   `next`, holds exactly the slots in [`State::Filling`] or
+///   `next`, holds exactly the pages in [`State::Filling`] or
 ///   [`State::Ready`], and there are `bound` of them; `prev` links mirror
 ///   `next` links.
 /// * The stale list, from `stale_head` through `next`, holds exactly the
-///   slots not on the LRU list whose `key` is `Some`, and there are `stale`
-///   of them; `prev` links mirror `next` links.
-/// * `held` is the number of slots not in [`State::Free`].
+///   pages not on the LRU list whose slot's `key` is `Some`, and there are
+///   `stale` of them; `prev` links mirror `next` links.
+/// * `held` is the number of pages not in [`State::Free`].
 /// * `next_seq` is above every slot's `seq`.
-struct Pages<K, S> {
+struct Pages<K, S, L> {
     /// One slot per page the supply may lend.
     slots: S,
+    /// One link per page the supply may lend.
+    links: L,
     /// Most recently stored bound page, or [`NIL`].
     head: usize,
     /// Least recently stored bound page, or [`NIL`].
@@ -625,15 +650,15 @@ struct Pages<K, S> {
     _key: PhantomData<K>,
 }
 
-impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
+impl<K: Key, S: DerefMut<Target = [Slot<K>]>, L: DerefMut<Target = [Link]>> Pages<K, S, L> {
     /// Puts bound page `p` at the head of the LRU list.
     fn push_head(&mut self, p: usize) {
         let old = self.head;
-        if let Some(s) = self.slots.get_mut(p) {
+        if let Some(s) = self.links.get_mut(p) {
             s.prev = NIL;
             s.next = old;
         }
-        match self.slots.get_mut(old) {
+        match self.links.get_mut(old) {
             Some(s) => s.prev = p,
             None => self.tail = p,
         }
@@ -642,17 +667,17 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
 
     /// Takes page `p` off the LRU list.
     fn unlink(&mut self, p: usize) {
-        let Some(s) = self.slots.get_mut(p) else {
+        let Some(s) = self.links.get_mut(p) else {
             return;
         };
         let (prev, next) = (s.prev, s.next);
         s.prev = NIL;
         s.next = NIL;
-        match self.slots.get_mut(prev) {
+        match self.links.get_mut(prev) {
             Some(s) => s.next = next,
             None => self.head = next,
         }
-        match self.slots.get_mut(next) {
+        match self.links.get_mut(next) {
             Some(s) => s.prev = prev,
             None => self.tail = prev,
         }
@@ -680,7 +705,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
         let mut run: Option<(usize, usize)> = None;
         let mut moved = 0;
         for page in lo..hi {
-            let Some(s) = self.slots.get_mut(page) else {
+            let Some(s) = self.links.get_mut(page) else {
                 break;
             };
             let bit = 1u64 << (page - base);
@@ -723,34 +748,34 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
 
     /// The `next` link of page `p`, or [`NIL`].
     fn next_of(&self, p: usize) -> usize {
-        self.slots.get(p).map_or(NIL, |s| s.next)
+        self.links.get(p).map_or(NIL, |s| s.next)
     }
 
     /// The `prev` link of page `p`, or [`NIL`].
     fn prev_of(&self, p: usize) -> usize {
-        self.slots.get(p).map_or(NIL, |s| s.prev)
+        self.links.get(p).map_or(NIL, |s| s.prev)
     }
 
     /// Moves the stretch of the LRU list from `first` to `last` (following
     /// `next`) to the head of the stale list; the caller counts its pages.
     fn move_to_stale(&mut self, first: usize, last: usize) {
         let (before, after) = (self.prev_of(first), self.next_of(last));
-        match self.slots.get_mut(before) {
+        match self.links.get_mut(before) {
             Some(s) => s.next = after,
             None => self.head = after,
         }
-        match self.slots.get_mut(after) {
+        match self.links.get_mut(after) {
             Some(s) => s.prev = before,
             None => self.tail = before,
         }
         let old = self.stale_head;
-        if let Some(s) = self.slots.get_mut(first) {
+        if let Some(s) = self.links.get_mut(first) {
             s.prev = NIL;
         }
-        if let Some(s) = self.slots.get_mut(last) {
+        if let Some(s) = self.links.get_mut(last) {
             s.next = old;
         }
-        if let Some(s) = self.slots.get_mut(old) {
+        if let Some(s) = self.links.get_mut(old) {
             s.prev = last;
         }
         self.stale_head = first;
@@ -759,23 +784,26 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
     /// Takes page `p` off the stale list, if it is on it, and returns the
     /// stale index entry it stood for.
     fn take_stale(&mut self, p: usize) -> Option<(K, Handle)> {
-        let s = self.slots.get_mut(p)?;
-        if matches!(s.state, State::Filling | State::Ready) {
+        let l = self.links.get(p)?;
+        if matches!(l.state, State::Filling | State::Ready) {
             return None;
         }
+        let (prev, next) = (l.prev, l.next);
+        let s = self.slots.get_mut(p)?;
         let key = s.key.take()?;
         let h = Handle {
             page: p,
             seq: s.seq,
         };
-        let (prev, next) = (s.prev, s.next);
-        s.prev = NIL;
-        s.next = NIL;
-        match self.slots.get_mut(prev) {
+        if let Some(l) = self.links.get_mut(p) {
+            l.prev = NIL;
+            l.next = NIL;
+        }
+        match self.links.get_mut(prev) {
             Some(s) => s.next = next,
             None => self.stale_head = next,
         }
-        if let Some(s) = self.slots.get_mut(next) {
+        if let Some(s) = self.links.get_mut(next) {
             s.prev = prev;
         }
         self.stale -= 1;
@@ -790,9 +818,8 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
 
     /// Whether `h` names the current binding of its page, in `state`.
     fn is(&self, h: Handle, state: State) -> bool {
-        self.slots
-            .get(h.page)
-            .is_some_and(|s| s.state == state && s.seq == h.seq)
+        self.links.get(h.page).is_some_and(|l| l.state == state)
+            && self.slots.get(h.page).is_some_and(|s| s.seq == h.seq)
     }
 
     /// Unbinds the binding `h` if it is current: the page leaves the LRU
@@ -803,10 +830,12 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
         }
         self.unlink(h.page);
         self.bound -= 1;
-        let Some(s) = self.slots.get_mut(h.page) else {
+        if let Some(s) = self.slots.get_mut(h.page) {
+            s.key = None;
+        }
+        let Some(s) = self.links.get_mut(h.page) else {
             return Unbound::Stale;
         };
-        s.key = None;
         if s.copiers == 0 {
             s.state = State::Free;
             self.held -= 1;
@@ -836,8 +865,9 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
     fn evict(&mut self) -> Option<(usize, K, Handle)> {
         let mut p = self.tail;
         for _ in 0..EVICT_SCAN {
-            let s = self.slots.get(p)?;
-            if s.state == State::Ready && s.copiers == 0 {
+            let l = self.links.get(p)?;
+            if l.state == State::Ready && l.copiers == 0 {
+                let s = self.slots.get(p)?;
                 let h = Handle {
                     page: p,
                     seq: s.seq,
@@ -848,7 +878,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
                     _ => None,
                 };
             }
-            p = s.prev;
+            p = l.prev;
         }
         None
     }
@@ -877,7 +907,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
         let page = if let Some(p) = spare {
             p
         } else if let Some(p) = supply.lend() {
-            if self.slots.get(p).map(|s| s.state) != Some(State::Free) {
+            if self.links.get(p).map(|s| s.state) != Some(State::Free) {
                 // A page out of range or already held: the supply broke its
                 // contract.  Leave it alone rather than corrupt the table.
                 return Err(Refusal::NoSpace);
@@ -894,9 +924,11 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
         };
         let seq = self.next_seq;
         self.next_seq += 1;
+        if let Some(l) = self.links.get_mut(page) {
+            l.state = State::Filling;
+            l.copiers = 1;
+        }
         if let Some(s) = self.slots.get_mut(page) {
-            s.state = State::Filling;
-            s.copiers = 1;
             s.seq = seq;
             s.key = Some(key.clone());
         }
@@ -909,7 +941,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>> Pages<K, S> {
     /// state before the end.  The last copy out of a [`State::Dead`] page
     /// gives the page back.
     fn end_copy(&mut self, h: Handle, supply: &impl PageSupply) -> State {
-        let Some(s) = self.slots.get_mut(h.page) else {
+        let Some(s) = self.links.get_mut(h.page) else {
             return State::Free;
         };
         let state = s.state;
@@ -933,8 +965,10 @@ pub(crate) trait Config: Sized {
     type Map: BucketMap<Self::Key>;
     /// Storage of the bucket array (`KVec` in the kernel).
     type Buckets: Deref<Target = [BucketLock<Self>]> + Send + Sync;
-    /// Storage of the page table (`KVec` in the kernel).
+    /// Storage of the page table's slots (`KVVec` in the kernel).
     type Slots: DerefMut<Target = [Slot<Self::Key>]> + Send;
+    /// Storage of the page table's links (`KVVec` in the kernel).
+    type Links: DerefMut<Target = [Link]> + Send;
     /// Page supply.
     type Supply: PageSupply;
     /// Page copier.
@@ -945,8 +979,9 @@ pub(crate) trait Config: Sized {
 pub(crate) type BucketLock<C> = <<C as Config>::Platform as Platform>::Lock<<C as Config>::Map>;
 
 /// The page lock of an instance of configuration `C`.
-type PagesLock<C> =
-    <<C as Config>::Platform as Platform>::Lock<Pages<<C as Config>::Key, <C as Config>::Slots>>;
+type PagesLock<C> = <<C as Config>::Platform as Platform>::Lock<
+    Pages<<C as Config>::Key, <C as Config>::Slots, <C as Config>::Links>,
+>;
 
 /// Source type of the copier of `C`.
 type Src<C> = <<C as Config>::Access as PageAccess>::Src;
@@ -959,7 +994,8 @@ type Dst<C> = <<C as Config>::Access as PageAccess>::Dst;
 /// # Invariants
 ///
 /// `buckets` is not empty; `supply` lends only pages below the number of
-/// slots (a page it lends otherwise is refused and never given back).
+/// slots (a page it lends otherwise is refused and never given back);
+/// there are as many links as slots.
 pub(crate) struct Dmem<C: Config> {
     /// The hash table of the index.
     buckets: C::Buckets,
@@ -987,21 +1023,23 @@ impl<C: Config> Dmem<C> {
         Lock::new(C::Map::new(), LockClass::Bucket)
     }
 
-    /// Creates an instance over `buckets` (from [`Dmem::new_bucket`]) and
-    /// `slots` (one per page `supply` may lend; they are reset to
-    /// [`State::Free`]).  With `exclusive_loads`, a load that hits drops
-    /// the entry.
+    /// Creates an instance over `buckets` (from [`Dmem::new_bucket`]),
+    /// `slots` and `links` (one of each per page `supply` may lend; they
+    /// are reset to [`State::Free`]).  With `exclusive_loads`, a load that
+    /// hits drops the entry.
     ///
-    /// Fails with `EINVAL` if `buckets` is empty or a bucket is not, and
-    /// with the lock constructor's error.
+    /// Fails with `EINVAL` if `buckets` is empty or a bucket is not, or if
+    /// `slots` and `links` differ in length, and with the lock
+    /// constructor's error.
     pub(crate) fn new(
         buckets: C::Buckets,
         mut slots: C::Slots,
+        mut links: C::Links,
         supply: C::Supply,
         access: C::Access,
         exclusive_loads: bool,
     ) -> Result<Self> {
-        if buckets.is_empty() {
+        if buckets.is_empty() || slots.len() != links.len() {
             return Err(EINVAL);
         }
         let mut nonempty = false;
@@ -1014,8 +1052,12 @@ impl<C: Config> Dmem<C> {
         for s in slots.iter_mut() {
             *s = Slot::new();
         }
+        for l in links.iter_mut() {
+            *l = Link::new();
+        }
         let pages = Pages {
             slots,
+            links,
             head: NIL,
             tail: NIL,
             bound: 0,
@@ -1118,7 +1160,7 @@ impl<C: Config> Dmem<C> {
         let outcome = self.pages.with(|t| {
             let was = t.end_copy(h, &self.supply);
             if was == State::Filling {
-                if let Some(s) = t.slots.get_mut(h.page) {
+                if let Some(s) = t.links.get_mut(h.page) {
                     s.state = State::Ready;
                 }
             }
@@ -1152,7 +1194,7 @@ impl<C: Config> Dmem<C> {
                 if !t.is(h, State::Ready) {
                     return false;
                 }
-                t.slots.get_mut(h.page).map(|s| s.copiers += 1).is_some()
+                t.links.get_mut(h.page).map(|s| s.copiers += 1).is_some()
             })
         });
         let Some(h) = started else {
@@ -1293,7 +1335,7 @@ impl<C: Config> Dmem<C> {
                     while left != 0 {
                         let i = left.trailing_zeros() as usize;
                         left &= left - 1;
-                        let Some(s) = t.slots.get_mut(base + i) else {
+                        let Some(s) = t.links.get_mut(base + i) else {
                             continue;
                         };
                         if s.copiers == 0 {
@@ -1400,9 +1442,10 @@ impl<C: Config> Dmem<C> {
         }
         self.pages.with(|t| {
             let (mut held, mut bound, mut keyed_free) = (0usize, 0usize, 0usize);
-            for s in t.slots.iter() {
-                ok(s.copiers == 0)?;
-                match s.state {
+            ok(t.links.len() == t.slots.len())?;
+            for (s, l) in t.slots.iter().zip(t.links.iter()) {
+                ok(l.copiers == 0)?;
+                match l.state {
                     State::Free => keyed_free += usize::from(s.key.is_some()),
                     State::Ready => {
                         ok(s.key.is_some())?;
@@ -1417,23 +1460,23 @@ impl<C: Config> Dmem<C> {
             // Walk the LRU list both ways.
             let (mut n, mut p, mut prev) = (0usize, t.head, NIL);
             while p != NIL {
-                let s = t.slots.get(p).ok_or(EINVAL)?;
-                ok(s.state == State::Ready && s.prev == prev && s.seq < t.next_seq)?;
+                let (s, l) = (t.slots.get(p).ok_or(EINVAL)?, t.links.get(p).ok_or(EINVAL)?);
+                ok(l.state == State::Ready && l.prev == prev && s.seq < t.next_seq)?;
                 n += 1;
                 ok(n <= bound)?;
                 prev = p;
-                p = s.next;
+                p = l.next;
             }
             ok(n == bound && t.tail == prev)?;
             // And the stale list.
             let (mut n, mut p, mut prev) = (0usize, t.stale_head, NIL);
             while p != NIL {
-                let s = t.slots.get(p).ok_or(EINVAL)?;
-                ok(s.state == State::Free && s.key.is_some() && s.prev == prev)?;
+                let (s, l) = (t.slots.get(p).ok_or(EINVAL)?, t.links.get(p).ok_or(EINVAL)?);
+                ok(l.state == State::Free && s.key.is_some() && l.prev == prev)?;
                 n += 1;
                 ok(n <= t.stale)?;
                 prev = p;
-                p = s.next;
+                p = l.next;
             }
             ok(n == t.stale)?;
             Ok(entries)

@@ -53,12 +53,15 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
             buckets.push(Dmem::<KConfig<K>>::new_bucket()?, GFP_KERNEL)?;
         }
         let mut slots = KVVec::with_capacity(areas.nr_pages(), GFP_KERNEL)?;
+        let mut links = KVVec::with_capacity(areas.nr_pages(), GFP_KERNEL)?;
         for _ in 0..areas.nr_pages() {
             slots.push(crate::dmem::Slot::new(), GFP_KERNEL)?;
+            links.push(crate::dmem::Link::new(), GFP_KERNEL)?;
         }
         let dmem = Dmem::new(
             buckets,
             slots,
+            links,
             AreaSupply(areas),
             AreaPages(areas),
             exclusive_loads,

@@ -10,7 +10,7 @@
 
 use crate::{
     dmem::{BucketLock, BucketMap, Config, Handle, Key, Lock, LockClass, PageAccess, PageSupply},
-    dmem::{Platform, Slot},
+    dmem::{Link, Platform, Slot},
     Area,
 };
 use core::{marker::PhantomData, pin::Pin};
@@ -232,6 +232,7 @@ impl<K: Key + Sync> Config for KConfig<K> {
     type Map = RbMap<K>;
     type Buckets = KVec<BucketLock<Self>>;
     type Slots = KVVec<Slot<K>>;
+    type Links = KVVec<Link>;
     type Supply = AreaSupply;
     type Access = AreaPages;
 }

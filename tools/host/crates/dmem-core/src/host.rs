@@ -10,8 +10,8 @@ use kernel::prelude::*;
 
 use crate::area_map::{bitmap_words, summary_words, AreaMap};
 use crate::dmem::{
-    BucketLock, BucketMap, Config, Dmem, Handle, Key, Lock, LockClass, PageAccess, PageSupply,
-    Platform, Slot,
+    BucketLock, BucketMap, Config, Dmem, Handle, Key, Link, Lock, LockClass, PageAccess,
+    PageSupply, Platform, Slot,
 };
 
 #[cfg(loom)]
@@ -335,6 +335,7 @@ impl<K: Key, P: Platform, S: PageSupply> Config for HostConfig<K, P, S> {
     type Map = HostMap<K>;
     type Buckets = Vec<BucketLock<Self>>;
     type Slots = Vec<Slot<K>>;
+    type Links = Vec<Link>;
     type Supply = S;
     type Access = HostPages;
 }
@@ -352,9 +353,11 @@ pub(crate) fn host_dmem<K: Key, P: Platform, S: PageSupply>(
         .map(|_| Dmem::<HostConfig<K, P, S>>::new_bucket().expect("bucket"))
         .collect();
     let slots = (0..pages).map(|_| Slot::new()).collect();
+    let links = (0..pages).map(|_| Link::new()).collect();
     Dmem::new(
         b,
         slots,
+        links,
         supply,
         HostPages::new(pages, words),
         exclusive_loads,
