@@ -43,13 +43,19 @@
 //!   pages starts; the search begins there, and scans a few bitmap words
 //!   before it turns to the tree.  Each word is searched whole, a few
 //!   shifts and ands giving every start of a window in it.
-//! * Claiming or releasing pages in a few neighbouring words only marks
-//!   those leaves stale; the tree above them is recomputed once for all of
-//!   them when a search needs it, or when a change falls too far away.  A
-//!   small request that fits near its hint thus costs no tree update, and
-//!   changes that share ancestors pay for them once.
 //! * Ranges of at most `BITS` pages, which span one or two words, are
 //!   claimed and freed with the same straight-line code for both cases.
+//!
+//! Larger requests follow the wholly free words after their first one, up
+//! to [`FREE_WORDS`], before they turn to the tree: in a lightly used area
+//! their window lies there.
+//!
+//! Claiming or releasing pages within [`STALE_SPAN`] neighbouring words
+//! only marks those leaves stale; the tree above them is recomputed once
+//! for all of them when a search needs it, or when a change falls too far
+//! away.  A small request that fits near its hint thus costs no tree
+//! update, changes that share ancestors pay for them once, and a range
+//! freed and claimed again, over and over, pays for none.
 //!
 //! A request larger than the longest free run fails at the root of the
 //! tree.
@@ -123,8 +129,10 @@ const RUN_FIELDS: usize = 3;
 const HINTS: usize = 8;
 
 /// Most leaves whose ancestors in the tree may be out of date (see
-/// [`AreaMap::stale_lo`]).
-const STALE_SPAN: usize = 8;
+/// [`AreaMap::stale_lo`]): 2048 pages on 64-bit.  Bringing them up to date
+/// costs about as much as it would have cost change by change, so this
+/// only bounds the work of the search that does it.
+const STALE_SPAN: usize = 32;
 
 /// Bitmap words a search scans one by one, past the word it starts in,
 /// before it turns to the tree.
@@ -427,8 +435,8 @@ pub(crate) struct AreaMap<S> {
     /// up to date (none if `stale_lo > stale_hi`): the stored runs of their
     /// ancestors may be out of date, those of every other node are not.
     ///
-    /// Small allocations and releases only mark their leaves so; the
-    /// ancestors are recomputed together ([`AreaMap::flush`]) when a search
+    /// Allocations and releases within [`STALE_SPAN`] leaves only mark
+    /// their leaves so; the ancestors are recomputed together ([`AreaMap::flush`]) when a search
     /// needs the tree or the range would grow past [`STALE_SPAN`] leaves.
     /// A search that finds its window in the words it scans first, as small
     /// ones mostly do from their hint, needs no tree.
