@@ -267,16 +267,23 @@ static bool gcma_handoff_ok(gfp_t gfp)
  * gcma_lend_page() left it in: no reference, mapping, mapcount, page flag
  * or memcg charge.  The secondary clients only copy into and out of their
  * pages, so anything else is a bug; such a page gets the free steps, whose
- * checks report it.
+ * checks report it.  The reference count is always checked, as the handoff
+ * overwrites it; the rest only when the page allocator checks the pages it
+ * hands out and takes back (check_pages_enabled: CONFIG_DEBUG_VM, or a page
+ * debugging or hardening option).
  */
 static bool gcma_lent_page_clean(const struct page *page)
 {
+	if (page_ref_count(page))
+		return false;
+	if (!static_branch_unlikely(&check_pages_enabled))
+		return true;
 #ifdef CONFIG_MEMCG
 	if (page->memcg_data)
 		return false;
 #endif
-	return !page_ref_count(page) && atomic_read(&page->_mapcount) == -1 &&
-	       !page->mapping && !(page->flags & PAGE_FLAGS_CHECK_AT_PREP);
+	return atomic_read(&page->_mapcount) == -1 && !page->mapping &&
+	       !(page->flags & PAGE_FLAGS_CHECK_AT_PREP);
 }
 
 /**
