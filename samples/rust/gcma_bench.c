@@ -117,6 +117,8 @@ u64 gcma_bench_ktime_ns(void)
 
 /* Shortest free run of the CMA area that a fill takes. */
 #define GCMA_BENCH_FILL_MIN_RUN	8
+/* Tries to take one free run. */
+#define GCMA_BENCH_FILL_TRIES	3
 /* Magic number of the pseudo file system ("gcmb"). */
 #define GCMA_BENCH_FS_MAGIC	0x67636d62
 
@@ -312,6 +314,35 @@ static unsigned int gcma_bench_occupied_bp(void)
 	return used * 10000 / (f->end - f->base);
 }
 
+/*
+ * Takes the run of free pages of the area from @pfn, if it has at least
+ * GCMA_BENCH_FILL_MIN_RUN pages, and adds them to the file; returns the end
+ * of the run.  The pressure program may take a page of the run, or hold one
+ * busy, while the run is isolated: the run is then looked at again, up to
+ * GCMA_BENCH_FILL_TRIES times, rather than left free for the allocation.
+ */
+static unsigned long gcma_bench_fill_run(unsigned long pfn)
+{
+	struct gcma_bench_fill *f = &gcma_bench_fill;
+	unsigned long run = pfn;
+	int tries;
+
+	for (tries = 0; tries < GCMA_BENCH_FILL_TRIES; tries++) {
+		for (run = pfn; run < f->end && !page_count(pfn_to_page(run)); run++)
+			;
+		if (run - pfn < GCMA_BENCH_FILL_MIN_RUN)
+			return run;
+		if (!alloc_contig_range(pfn, run, MIGRATE_CMA,
+					GFP_KERNEL | __GFP_NOWARN)) {
+			gcma_bench_add(pfn, run);
+			return run;
+		}
+		cond_resched();
+	}
+	f->failed_runs++;
+	return run;
+}
+
 /**
  * gcma_bench_cma_fill() - fill the free pages of the CMA area
  *
@@ -325,23 +356,13 @@ static unsigned int gcma_bench_occupied_bp(void)
 unsigned int gcma_bench_cma_fill(void)
 {
 	struct gcma_bench_fill *f = &gcma_bench_fill;
-	unsigned long pfn, run;
+	unsigned long pfn;
 
 	if (!f->moved)
 		return 0;
 	gcma_bench_drop_moved();
-	for (pfn = f->base; pfn < f->end; pfn = run + 1) {
-		for (run = pfn; run < f->end && !page_count(pfn_to_page(run)); run++)
-			;
-		if (run - pfn < GCMA_BENCH_FILL_MIN_RUN)
-			continue;
-		if (alloc_contig_range(pfn, run, MIGRATE_CMA, GFP_KERNEL | __GFP_NOWARN)) {
-			f->failed_runs++;
-			continue;
-		}
-		gcma_bench_add(pfn, run);
+	for (pfn = f->base; pfn < f->end; pfn = gcma_bench_fill_run(pfn) + 1)
 		cond_resched();
-	}
 	return gcma_bench_occupied_bp();
 }
 
