@@ -63,6 +63,8 @@
 #define MISS_LIMIT 8
 #define PM_PRESENT (1ULL << 63)
 #define PM_PFN_MASK ((1ULL << 55) - 1)
+/* Writes to a page found unmapped right after it was written to. */
+#define TOUCH_TRIES 10
 #define KPF_THP 22
 #define BLOCK_BITS (1UL << 19)		/* 2 MiB blocks of 1 TiB */
 #ifndef MLOCK_ONFAULT
@@ -214,6 +216,23 @@ static uint64_t pagemap(const void *addr)
 	return e;
 }
 
+/*
+ * The pagemap entry of @addr, just written to.  A migration (kcompactd
+ * moving the new huge page) may have unmapped it meanwhile: write to it
+ * again, which waits for the migration to end, and look again, a few times.
+ */
+static uint64_t touched_entry(char *addr)
+{
+	uint64_t e = pagemap(addr);
+	int tries;
+
+	for (tries = 0; tries < TOUCH_TRIES && !(e & PM_PRESENT); tries++) {
+		addr[0] = 1;
+		e = pagemap(addr);
+	}
+	return e;
+}
+
 static int is_thp(uint64_t pfn)
 {
 	uint64_t flags = 0;
@@ -320,8 +339,13 @@ static long huge_round(unsigned long reserve, unsigned long max)
 		if (!(r % 8) && meminfo("MemAvailable") < reserve + 8 * HPAGE)
 			break;
 		a[r * HPAGE] = 1;
-		e = pagemap(a + r * HPAGE);
+		e = touched_entry(a + r * HPAGE);
 		if (!(e & PM_PRESENT)) {
+			fprintf(stderr, "fragment: page not mapped after %d writes\n",
+				TOUCH_TRIES + 1);
+			return -1;
+		}
+		if (!(e & PM_PFN_MASK)) {
 			fprintf(stderr, "fragment: no pfn in pagemap (needs CAP_SYS_ADMIN)\n");
 			return -1;
 		}
