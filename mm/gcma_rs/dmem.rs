@@ -43,9 +43,10 @@
 //!   lend (indexed by area page index), a [`Link`], holding the page's
 //!   [`State`], its count of in-flight copies and its links in the LRU
 //!   list, and a [`Slot`], holding the key and sequence number it is bound
-//!   to.  They are two arrays, as most operations need only the first.  The LRU list holds the
-//!   bound pages ([`State::Filling`] and [`State::Ready`]) in the order
-//!   they were stored; eviction takes the oldest idle one.
+//!   to.  They are two arrays, as most operations need only the first.
+//!   The LRU list holds the bound pages ([`State::Filling`] and
+//!   [`State::Ready`]) in the order they were stored; eviction takes the
+//!   oldest idle one.
 //!
 //! The page table is the truth; the index is a hint.  A handle found in a
 //! bucket is used only after checking, under the page lock, that its slot
