@@ -674,13 +674,19 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>, L: DerefMut<Target = [Link]>> Page
         let (prev, next) = (s.prev, s.next);
         s.prev = NIL;
         s.next = NIL;
-        match self.links.get_mut(prev) {
-            Some(s) => s.next = next,
-            None => self.head = next,
+        self.close_lru_gap(prev, next);
+    }
+
+    /// Links `before` and `after` ([`NIL`] for the list's ends) to each
+    /// other on the LRU list, over the pages that were between them.
+    fn close_lru_gap(&mut self, before: usize, after: usize) {
+        match self.links.get_mut(before) {
+            Some(s) => s.next = after,
+            None => self.head = after,
         }
-        match self.links.get_mut(next) {
-            Some(s) => s.prev = prev,
-            None => self.tail = prev,
+        match self.links.get_mut(after) {
+            Some(s) => s.prev = before,
+            None => self.tail = before,
         }
     }
 
@@ -760,15 +766,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>, L: DerefMut<Target = [Link]>> Page
     /// Moves the stretch of the LRU list from `first` to `last` (following
     /// `next`) to the head of the stale list; the caller counts its pages.
     fn move_to_stale(&mut self, first: usize, last: usize) {
-        let (before, after) = (self.prev_of(first), self.next_of(last));
-        match self.links.get_mut(before) {
-            Some(s) => s.next = after,
-            None => self.head = after,
-        }
-        match self.links.get_mut(after) {
-            Some(s) => s.prev = before,
-            None => self.tail = before,
-        }
+        self.close_lru_gap(self.prev_of(first), self.next_of(last));
         let old = self.stale_head;
         if let Some(s) = self.links.get_mut(first) {
             s.prev = NIL;
