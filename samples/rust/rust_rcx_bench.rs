@@ -19,8 +19,10 @@
 //! transaction, and of the RCU baseline (one global spinlock for the list,
 //! one per bucket for the hash table), with phase-1 aborts per 100 updates,
 //! and the ratio of RCX to the baseline.  Each figure is the median of
-//! [`REPEATS`] runs of [`RUN_MS`], the structures taking turns, after one
-//! warm-up run of each.  Every line is prefixed with `rcx: bench: `.
+//! [`REPEATS`] runs of [`RUN_MS`], the structures taking turns in an order
+//! that rotates from round to round, after one warm-up run of each; every
+//! cell starts from fresh structures filled alike.  Every line is prefixed
+//! with `rcx: bench: `.
 
 use core::ffi::{c_int, c_uint, c_void};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -64,8 +66,10 @@ mod ffi {
 
 /// How long each measurement runs.
 const RUN_MS: u32 = 150;
-/// Runs of each cell; the table gives the median.
+/// Runs of each cell; the table gives the median.  A multiple of three,
+/// so that each structure runs first, second and third equally often.
 const REPEATS: usize = 3;
+const _: () = assert!(REPEATS % 3 == 0);
 /// Most worker threads.
 const MAX_THREADS: usize = 4;
 /// Update rates, in percent.
@@ -282,12 +286,21 @@ fn measure(subject: &dyn Subject, keys: u64, rate: u64, threads: usize) -> Resul
     Ok((per_us, abort_rate))
 }
 
-/// Fills `s` with `count` distinct random keys from `[0, 2 * count)`.
-fn fill(s: &dyn Subject, count: u64, seed: u64) {
+/// Fills the structures of `set` with the same `count` distinct random
+/// keys from `[0, 2 * count)`, key by key, the structure that gets a key
+/// first taking turns: each draws its items from the same slab pages as
+/// the others, so that none walks items more scattered than theirs.
+fn fill(set: [&dyn Subject; 3], count: u64, seed: u64) {
     let mut rng = Rng(seed);
     let mut n = 0;
     while n < count {
-        if s.insert(rng.next() % (2 * count)) {
+        let k = rng.next() % (2 * count);
+        let first = (n % 3) as usize;
+        let mut new = false;
+        for i in 0..3 {
+            new |= set[(first + i) % 3].insert(k);
+        }
+        if new {
             n += 1;
         }
     }
@@ -302,21 +315,30 @@ impl core::fmt::Display for Fx {
     }
 }
 
+/// The three structures of a cell: RCX, RCX with the emulated
+/// transaction, and the RCU baseline.
+type Set<R, B> = (R, R, B);
+
 /// One table: `b` buckets of `n` keys, the three structures, every rate
 /// and thread count.
-fn table(
+///
+/// Each cell measures structures of its own, built by `make`, filled with
+/// the same keys in turns (see [`fill`]) and checked by `check`
+/// afterwards, so that no structure brings into a cell the item placement
+/// its updates left in the cells before (RCX goes on updating at four
+/// threads where the baseline's lock holders stall).  The structures run
+/// in turns whose order rotates from round to round: with a fixed order,
+/// RCX and RCX-emu, whose lookups are the same code, differed by up to
+/// 2.3x on read-only cells of one boot, the first in the round ahead.
+fn table<R: Subject, B: Subject>(
     name: &str,
     b: usize,
     n: u64,
-    rcx: &dyn Subject,
-    emu: &dyn Subject,
-    rcu: &dyn Subject,
+    make: impl Fn() -> Result<Set<R, B>>,
+    check: impl Fn(&R) -> Result,
     threads: usize,
 ) -> Result {
     let keys = 2 * b as u64 * n;
-    for s in [rcx, emu, rcu] {
-        fill(s, b as u64 * n, 0xfeed_beef);
-    }
     out!(
         "{}: b={} n={} keys [0, {}); ops/us, aborts per 100 updates in ()\n",
         name,
@@ -327,19 +349,30 @@ fn table(
     out!("  u%  thr        rcx       rcx-emu           rcu   rcu-htm  rcx/rcu\n");
     // A first run of each structure translates and caches its code, which
     // under TCG made whichever cell came first up to a quarter slower.
-    for s in [rcx, emu, rcu] {
-        measure(s, keys, RATES[RATES.len() - 1], 1)?;
+    {
+        let (rcx, emu, rcu) = make()?;
+        let set: [&dyn Subject; 3] = [&rcx, &emu, &rcu];
+        fill(set, b as u64 * n, 0xfeed_beef);
+        for s in set {
+            measure(s, keys, RATES[RATES.len() - 1], 1)?;
+        }
     }
     for rate in RATES {
         for t in 1..=threads {
+            let (rcx, emu, rcu) = make()?;
+            let set: [&dyn Subject; 3] = [&rcx, &emu, &rcu];
+            fill(set, b as u64 * n, 0xfeed_beef);
             // The structures take turns, and each cell is the median of
             // its runs: a host hiccup costs one run, not the ratio.
             let mut rounds = [[(0, 0); 3]; REPEATS];
-            for round in rounds.iter_mut() {
-                for (run, s) in round.iter_mut().zip([rcx, emu, rcu]) {
-                    *run = measure(s, keys, rate, t)?;
+            for (i, round) in rounds.iter_mut().enumerate() {
+                for j in 0..3 {
+                    let k = (i + j) % 3;
+                    round[k] = measure(set[k], keys, rate, t)?;
                 }
             }
+            check(&rcx)?;
+            check(&emu)?;
             let [(a, aa), (e, ea), (r, _)]: [(u64, u64); 3] =
                 core::array::from_fn(|j| median(core::array::from_fn(|i| rounds[i][j])));
             out!(
@@ -423,30 +456,37 @@ fn run_all() -> Result {
     );
     out!("rcx-emu: RCX with the emulated transaction; rcu: RCU with spinlocked updaters\n");
     let emu = Mode::Emulated { abort_one_in: 0 };
-    {
-        let rcx = RcxList::new(Mode::Auto)?;
-        let e = RcxList::new(emu)?;
-        let rcu = RcuList::new()?;
-        table("list", 1, 256, &rcx, &e, &rcu, threads)?;
-        check_list(&rcx)?;
-    }
-    {
-        let rcx = RcxHash::new(Mode::Auto, 128)?;
-        let e = RcxHash::new(emu, 128)?;
-        let rcu = RcuHash::new(128)?;
-        table("hash", 128, 32, &rcx, &e, &rcu, threads)?;
-        rcx.check()?;
-        e.check()?;
-    }
+    table(
+        "list",
+        1,
+        256,
+        || {
+            Ok((
+                RcxList::new(Mode::Auto)?,
+                RcxList::new(emu)?,
+                RcuList::new()?,
+            ))
+        },
+        |l: &RcxList| l.check().map(|_| ()),
+        threads,
+    )?;
+    table(
+        "hash",
+        128,
+        32,
+        || {
+            Ok((
+                RcxHash::new(Mode::Auto, 128)?,
+                RcxHash::new(emu, 128)?,
+                RcuHash::new(128)?,
+            ))
+        },
+        |h: &RcxHash| h.check().map(|_| ()),
+        threads,
+    )?;
     kernel::sync::rcu::barrier();
     out!("done\n");
     Ok(())
-}
-
-/// Checks the list after the run: sorted, no duplicate, nothing removed
-/// still linked.
-fn check_list(l: &RcxList) -> Result {
-    l.check().map(|_| ())
 }
 
 /// Runs the benchmark; called once at boot by `rcx_bench_glue.c`.
