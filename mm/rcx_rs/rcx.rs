@@ -211,11 +211,12 @@ impl<'a> GlobalSet<'a> {
     /// they are all free, without waiting; `None`, holding none of them,
     /// otherwise.
     pub(crate) fn try_lock(locks: &[&'a GlobalLock]) -> Option<Self> {
-        let mut ptrs = [core::ptr::null_mut(); MAX_ITEMS];
         let n = locks.len().min(MAX_ITEMS);
-        for (p, l) in ptrs.iter_mut().zip(&locks[..n]) {
-            *p = l.0.get();
-        }
+        // Element by element rather than by filling and copying a prefix
+        // of variable length, which compiles to calls of `memset` and
+        // `memcpy` on every update.
+        let ptrs: [*mut bindings::spinlock_t; MAX_ITEMS] =
+            core::array::from_fn(|i| locks.get(i).map_or(core::ptr::null_mut(), |l| l.0.get()));
         // SAFETY: the first `n` entries are initialised locks (type
         // invariants of `GlobalLock`) that outlive the call.  Distinct:
         // a lock named twice would only fail its second trylock.
