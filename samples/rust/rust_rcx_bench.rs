@@ -21,7 +21,8 @@
 //! and the ratio of RCX to the baseline.  Each figure is the median of
 //! [`REPEATS`] runs of [`RUN_MS`], the structures taking turns in an order
 //! that rotates from round to round, after one warm-up run of each; every
-//! cell starts from fresh structures filled alike.  Every line is prefixed
+//! cell starts from fresh structures filled alike, and every run after the
+//! RCU callbacks of the runs before it have run.  Every line is prefixed
 //! with `rcx: bench: `.
 
 use core::ffi::{c_int, c_uint, c_void};
@@ -68,7 +69,7 @@ mod ffi {
 const RUN_MS: u32 = 150;
 /// Runs of each cell; the table gives the median.  A multiple of three,
 /// so that each structure runs first, second and third equally often.
-const REPEATS: usize = 3;
+const REPEATS: usize = 6;
 const _: () = assert!(REPEATS % 3 == 0);
 /// Most worker threads.
 const MAX_THREADS: usize = 4;
@@ -223,6 +224,10 @@ unsafe extern "C" fn worker_main(arg: *mut c_void) -> c_int {
 /// One measurement: operations per microsecond (in hundredths) and aborts
 /// per 100 updates (in hundredths).
 fn measure(subject: &dyn Subject, keys: u64, rate: u64, threads: usize) -> Result<(u64, u64)> {
+    // The items that the runs before removed are freed by RCU callbacks,
+    // which run on the CPUs that queued them, the workers' CPUs: without
+    // this, a run would pay for the removals of the structure before it.
+    kernel::sync::rcu::barrier();
     let run = Run {
         subject,
         keys,
