@@ -24,6 +24,12 @@ python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" --scenario gcma_bench 
 echo
 echo "=== subsystem report"
 grep -a '^REPORT ' "$logs/demo.log" | sed 's/^REPORT //' || true
+# Under TCG a benchmark path whose hot branch targets share an entry of
+# QEMU's jump cache runs slower for that reason alone; say which do in
+# this build, next to the figures they affect.
+echo
+echo "RCX benchmark paths, conflicts in QEMU's jump cache in this build (tcg-jump-cache.py):"
+"$repo/tools/build/tcg-jump-cache.py" "$perf/vmlinux" | sed 's/^/  /' || true
 echo
 echo "GCMA against CMA, allocation and release latency under memory pressure,"
 echo "gcma0 lent to DMEM before each GCMA allocation (gcma_bench):"
