@@ -17,6 +17,7 @@
 #include <linux/err.h>
 #include <linux/init.h>
 #include <linux/kthread.h>
+#include <linux/moduleparam.h>
 #include <linux/maple_tree.h>
 #include <linux/printk.h>
 #include <linux/rbtree.h>
@@ -244,8 +245,24 @@ int bonsai_bench_mt_remove(struct bonsai_bench_mt *t, unsigned long start)
 	return mtree_erase(&t->mt, start) ? 0 : -ENOENT;
 }
 
+#undef MODULE_PARAM_PREFIX
+#define MODULE_PARAM_PREFIX "bonsai_bench."
+
+/*
+ * "bonsai_bench.run=0" on the command line skips the run at boot, for boots
+ * of the performance kernel that measure something else: the initcall
+ * holds up boot for as long as the run lasts (half a minute under TCG).
+ */
+static bool run = true;
+module_param(run, bool, 0444);
+MODULE_PARM_DESC(run, "Run the Bonsai benchmark at boot (default: yes)");
+
 static int __init bonsai_bench_init(void)
 {
+	if (!run) {
+		pr_info("bonsai_bench: skipped (bonsai_bench.run=0)\n");
+		return 0;
+	}
 	bonsai_bench_run();
 	return 0;
 }

@@ -13,6 +13,8 @@
 #include <linux/err.h>
 #include <linux/init.h>
 #include <linux/kthread.h>
+#include <linux/moduleparam.h>
+#include <linux/printk.h>
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 
@@ -57,8 +59,24 @@ void rcx_bench_cond_resched(void)
 	cond_resched();
 }
 
+#undef MODULE_PARAM_PREFIX
+#define MODULE_PARAM_PREFIX "rcx_bench."
+
+/*
+ * "rcx_bench.run=0" on the command line skips the run at boot, for boots
+ * of the performance kernel that measure something else: the initcall
+ * holds up boot for as long as the run lasts (minutes under TCG).
+ */
+static bool run = true;
+module_param(run, bool, 0444);
+MODULE_PARM_DESC(run, "Run the RCX benchmark at boot (default: yes)");
+
 static int __init rcx_bench_init(void)
 {
+	if (!run) {
+		pr_info("rcx_bench: skipped (rcx_bench.run=0)\n");
+		return 0;
+	}
 	rcx_bench_run();
 	return 0;
 }

@@ -287,11 +287,16 @@ const LEN: usize = 4 * PAGE;
 /// Length of one measured cell, in milliseconds.
 const CELL_MS: u32 = 150;
 /// Rounds of every cell; the median one is reported.
-const ROUNDS: usize = 3;
+const ROUNDS: usize = 5;
 /// Length of the writer's duty-cycle slot, in nanoseconds.
 const SLOT_NS: i64 = 1_000_000;
 /// Writer duty cycles measured, in percent.
 const DUTIES: [u32; 4] = [0, 10, 50, 100];
+/// Order of the duties within a round (indices into [`DUTIES`]): read-only
+/// next to full duty, whose lookup rates are compared round by round.
+const ROUND_ORDER: [usize; 4] = [0, 3, 1, 2];
+/// Fixed-point one of the duty ratios.
+const RATIO_ONE: u64 = 10_000;
 /// Most reader threads measured.
 const MAX_READERS: usize = 7;
 
@@ -649,6 +654,8 @@ fn run_cell<S: Subject>(subject: &S, readers: usize, duty: u32, seed: u64) -> Re
 const NAMES: [&str; 3] = ["bonsai", "rbtree", "maple"];
 
 type Cells = [[[Cell; DUTIES.len()]; MAX_READERS]; NAMES.len()];
+/// The cells of every round of one reader count, by round, duty, structure.
+type Rounds = [[[Cell; NAMES.len()]; DUTIES.len()]; ROUNDS];
 
 /// Inserts the permanent ranges into `subject`, in `order`.
 fn fill<S: Subject>(subject: &S, order: &[u32]) -> Result {
@@ -688,6 +695,10 @@ fn rate_table() -> Result {
         order.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let mut cells: KBox<Cells> = KBox::new(Default::default(), GFP_KERNEL)?;
+    let mut rounds: KBox<Rounds> = KBox::new(Default::default(), GFP_KERNEL)?;
+    // Lookups at full duty over read-only, in RATIO_ONE units, per structure
+    // and reader count: the median of the rounds' own ratios.
+    let mut full_duty = [[0u64; MAX_READERS]; NAMES.len()];
 
     let start = now_ns();
     let bonsai = KBox::pin_init(RangeTree::<usize>::new(), GFP_KERNEL)?;
@@ -699,20 +710,32 @@ fn rate_table() -> Result {
     fill(&*bonsai, &order)?;
     fill(&rbtree, &order)?;
     fill(&maple, &order)?;
-    // The three structures take turns in every cell and round, so that
-    // drift in what the host gives the guest hits them alike.
+    // The three structures take turns in every cell, and every round runs
+    // every duty, so that drift in what the host gives the guest (under
+    // TCG, on a loaded host, it moves by tens of percent within seconds)
+    // hits the structures and the duties alike.  The full-duty ratio pairs
+    // the two cells of one round, taken a few hundred milliseconds apart.
+    let last = DUTIES.len() - 1;
     for r in 1..=max_readers {
-        for (d, &duty) in DUTIES.iter().enumerate() {
-            let mut rounds = [[Cell::default(); NAMES.len()]; ROUNDS];
-            for (i, round) in rounds.iter_mut().enumerate() {
+        for (i, round) in rounds.iter_mut().enumerate() {
+            for d in ROUND_ORDER {
+                let duty = DUTIES[d];
                 let seed = ((r as u64) << 16) | (u64::from(duty) << 8) | i as u64;
-                round[0] = run_cell(&*bonsai, r, duty, seed)?;
-                round[1] = run_cell(&rbtree, r, duty, seed)?;
-                round[2] = run_cell(&maple, r, duty, seed)?;
+                round[d][0] = run_cell(&*bonsai, r, duty, seed)?;
+                round[d][1] = run_cell(&rbtree, r, duty, seed)?;
+                round[d][2] = run_cell(&maple, r, duty, seed)?;
             }
-            for (s, out) in cells.iter_mut().enumerate() {
-                out[r - 1][d] = median(&mut core::array::from_fn(|i| rounds[i][s]));
+        }
+        for (s, out) in cells.iter_mut().enumerate() {
+            for (d, cell) in out[r - 1].iter_mut().enumerate() {
+                *cell = median(&mut core::array::from_fn(|i| rounds[i][d][s]));
             }
+            let mut ratios: [u64; ROUNDS] = core::array::from_fn(|i| {
+                let (busy, idle) = (rounds[i][last][s].lookups, rounds[i][0][s].lookups);
+                busy.saturating_mul(RATIO_ONE) / idle.max(1)
+            });
+            ratios.sort_unstable();
+            full_duty[s][r - 1] = ratios[ROUNDS / 2];
         }
     }
     let secs = (now_ns() - start) / 1_000_000_000;
@@ -782,15 +805,14 @@ fn rate_table() -> Result {
             );
         }
     }
-    let last = DUTIES.len() - 1;
     for r in 0..max_readers {
         out!(
-            "R={}: lookups at {}% duty / read-only: bonsai {}, rbtree {}, maple {}\n",
+            "R={}: lookups at {}% duty / read-only, median of the rounds' ratios: bonsai {}, rbtree {}, maple {}\n",
             r + 1,
             DUTIES[last],
-            ratio(cells[0][r][last].lookups, cells[0][r][0].lookups),
-            ratio(cells[1][r][last].lookups, cells[1][r][0].lookups),
-            ratio(cells[2][r][last].lookups, cells[2][r][0].lookups)
+            ratio(full_duty[0][r], RATIO_ONE),
+            ratio(full_duty[1][r], RATIO_ONE),
+            ratio(full_duty[2][r], RATIO_ONE)
         );
     }
     if wrong > 0 || failures > 0 {
