@@ -697,8 +697,8 @@ fn rate_table() -> Result {
     let mut cells: KBox<Cells> = KBox::new(Default::default(), GFP_KERNEL)?;
     let mut rounds: KBox<Rounds> = KBox::new(Default::default(), GFP_KERNEL)?;
     // Lookups at full duty over read-only, in RATIO_ONE units, per structure
-    // and reader count: the median of the rounds' own ratios.
-    let mut full_duty = [[0u64; MAX_READERS]; NAMES.len()];
+    // and reader count: the rounds' own ratios, sorted.
+    let mut full_duty = [[[0u64; ROUNDS]; MAX_READERS]; NAMES.len()];
 
     let start = now_ns();
     let bonsai = KBox::pin_init(RangeTree::<usize>::new(), GFP_KERNEL)?;
@@ -735,7 +735,7 @@ fn rate_table() -> Result {
                 busy.saturating_mul(RATIO_ONE) / idle.max(1)
             });
             ratios.sort_unstable();
-            full_duty[s][r - 1] = ratios[ROUNDS / 2];
+            full_duty[s][r - 1] = ratios;
         }
     }
     let secs = (now_ns() - start) / 1_000_000_000;
@@ -805,14 +805,29 @@ fn rate_table() -> Result {
             );
         }
     }
+    out!(
+        "Lookups at {}% duty / read-only: median of the rounds' own ratios (lowest-highest)\n",
+        DUTIES[last]
+    );
     for r in 0..max_readers {
+        // Median, lowest and highest of a structure's ratios at `r + 1` readers.
+        let spread = |by_readers: &[[u64; ROUNDS]; MAX_READERS]| {
+            let (x, one) = (&by_readers[r], |v| ratio(v, RATIO_ONE));
+            (one(x[ROUNDS / 2]), one(x[0]), one(x[ROUNDS - 1]))
+        };
+        let [(b0, b1, b2), (r0, r1, r2), (m0, m1, m2)] = full_duty.each_ref().map(spread);
         out!(
-            "R={}: lookups at {}% duty / read-only, median of the rounds' ratios: bonsai {}, rbtree {}, maple {}\n",
+            "R={}: bonsai {} ({}-{}), rbtree {} ({}-{}), maple {} ({}-{})\n",
             r + 1,
-            DUTIES[last],
-            ratio(full_duty[0][r], RATIO_ONE),
-            ratio(full_duty[1][r], RATIO_ONE),
-            ratio(full_duty[2][r], RATIO_ONE)
+            b0,
+            b1,
+            b2,
+            r0,
+            r1,
+            r2,
+            m0,
+            m1,
+            m2
         );
     }
     if wrong > 0 || failures > 0 {
