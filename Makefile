@@ -20,7 +20,7 @@ help:
 	@echo "  make demo        build the performance kernel, boot it, print the subsystem report"
 	@echo "  make kunit       KUnit tier only (FILTER='gcma*' to select suites)"
 	@echo "  make host-test   host tier only (cargo test in tools/host)"
-	@echo "  make scenarios   scenario tier only, on the KUnit kernel (SCENARIO=name)"
+	@echo "  make scenarios   scenario tier only, on the KUnit kernel (SCENARIO=name, SCENARIO_JOBS=n)"
 	@echo "  make prepare     extract/resync the kernel tree in build/linux"
 	@echo "  make patches     export the work as a git-am-able series in out/series"
 	@echo "  make check       rustfmtcheck, CLIPPY=1 build, checkpatch on the series"
@@ -41,7 +41,8 @@ host-test: setup
 
 scenarios: setup
 	@tools/scenarios/run.py --kernel build/kunit/arch/x86/boot/bzImage \
-		--scenario $(or $(SCENARIO),all) --log-dir build/scenario-logs
+		--scenario $(or $(SCENARIO),all) --jobs $(or $(SCENARIO_JOBS),auto) \
+		--log-dir build/scenario-logs
 
 test: setup
 	@tools/build/test.sh

@@ -5,8 +5,8 @@
 # modules of mm/*_rs build unchanged against a shim of the kernel crate.
 # Tests run in the debug profile, whose overflow checks match the kernel's
 # CONFIG_RUST_OVERFLOW_CHECKS; the loom models run in release mode with
-# their own target directory (RUSTFLAGS differ); the self-test of
-# tools/build/tcg-jump-cache.py runs last.
+# their own target directory (RUSTFLAGS differ); the self-tests of
+# tools/build/tcg-jump-cache.py and tools/scenarios/run.py run last.
 # Prints "host: N passed, N failed" last.
 
 set -uo pipefail
@@ -31,6 +31,9 @@ RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR="$repo/tools/host/target/loom" \
 [ "$rc" -ne 0 ] || rc=$rc_loom
 # The jump-cache layout checker of the benchmarks (a cargo-style result line).
 python3 "$repo/tools/build/tcg-jump-cache.py" --self-test 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# The scenario runner's --jobs choice and parallel scheduler (no boot).
+python3 "$repo/tools/scenarios/run.py" --self-test 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 # "test result: ok. 12 passed; 0 failed; 0 ignored; ..." once per test binary.
 passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | grep -oE '[0-9]+ passed' |

@@ -59,13 +59,16 @@ scenarios() {
 		return 1
 	fi
 	python3 tools/scenarios/run.py --kernel "$RSMM_BUILD/kunit/arch/x86/boot/bzImage" \
-		--scenario all --log-dir "$RSMM_BUILD/scenario-logs"
+		--scenario all --jobs auto --log-dir "$RSMM_BUILD/scenario-logs"
 }
 
 # The host tier is mostly cargo compiling, and the KUnit kernel build has
 # long single-threaded stretches (each Rust crate is one rustc), so the
 # host tier runs beside the KUnit tier; its output is printed once it is
-# done, not interleaved.  The scenarios run alone: they time boots.
+# done, not interleaved.  The scenarios run after both, as many guests at
+# once as the host has CPUs (a guest leaves about half of two host CPUs
+# idle: it waits on its disks, timers and sleeps); each scenario's report
+# is printed whole when it ends.
 mkdir -p "$RSMM_BUILD"
 tier host tools/build/host-test.sh >"$RSMM_BUILD/test-host.out" 2>&1 &
 host_pid=$!

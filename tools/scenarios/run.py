@@ -137,7 +137,14 @@ SPLAT_QUIET = 60     # s of console silence after a splat before giving up
 
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
 LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
-SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group", "selftests"}
+SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group", "selftests",
+               "duration"}
+
+# --jobs auto: one boot per host CPU (a TCG guest of 2 vCPUs kept 1.1 of
+# this 2-core host's CPUs busy on average, its vCPUs idle at times), as
+# many as host memory holds: each boot needs its guest RAM and about
+# QEMU_OVERHEAD_MIB more (QEMU, the TCG code cache).
+QEMU_OVERHEAD_MIB = 1024
 
 
 class UsageError(Exception):
@@ -222,7 +229,8 @@ class Scenario:
             # Other "# word: text" lines are ordinary comments.
         for key, what, lo, hi in (("smp", "smp", 1, MAX_SMP),
                                   ("numa", "numa", 1, MAX_SMP),
-                                  ("timeout", "timeout", 1, 24 * 3600)):
+                                  ("timeout", "timeout", 1, 24 * 3600),
+                                  ("duration", "duration", 1, 24 * 3600)):
             if key in self.meta:
                 try:
                     self.meta[key] = parse_int(self.meta[key], what, lo, hi)
@@ -970,6 +978,11 @@ def parse_args(argv):
                     help="force an initramfs rebuild (and of the selftests)")
     ap.add_argument("--dry-run", action="store_true",
                     help="build the initramfs, print the QEMU commands, do not boot")
+    ap.add_argument("--self-test", action="store_true",
+                    help="check --jobs and the scheduler without booting, and exit")
+    ap.add_argument("--jobs", "-j", metavar="N", default="1",
+                    help="boot up to N scenarios at once, or 'auto' (one per host CPU "
+                         "that host memory holds); benchmarks always run alone (default 1)")
     return ap.parse_args(argv)
 
 
@@ -989,6 +1002,205 @@ def select(args, available):
         if n not in seen:
             seen.append(n)
     return seen
+
+
+def mem_available_mib():
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def pick_jobs(args, scenarios, configs):
+    """How many scenarios boot at once.  Benchmarks measure the host and
+    run alone; so does --verbose, whose streamed consoles would mix."""
+    text = args.jobs.strip().lower()
+    if text == "auto":
+        jobs = len(os.sched_getaffinity(0))
+        avail = mem_available_mib()
+        if avail is not None:
+            biggest = max(cfg.mem_mib for cfg in configs) + QEMU_OVERHEAD_MIB
+            jobs = min(jobs, avail // biggest)
+        jobs = max(1, jobs)
+    else:
+        jobs = parse_int(text, "--jobs", 1, 256)
+        if jobs > 1 and args.verbose:
+            raise UsageError("--verbose streams one console: it needs --jobs 1")
+    if any(sc.meta.get("group") == "bench" for sc in scenarios):
+        return 1
+    if args.verbose or args.dry_run:
+        return 1
+    return min(jobs, len(scenarios))
+
+
+def report(sc, cfg, out, log_path, header):
+    """Prints a scenario's checks and verdict as one block; True if it
+    passed."""
+    lines = []
+    if header:
+        lines.append("=== %s (%s)" % (sc.name, cfg.describe()))
+    for check, status, rest in out.checks:
+        lines.append("  CHECK %s %s%s" % (check, status, (" " + rest) if rest else ""))
+    if out.passed:
+        lines.append("PASS %s (%.1fs)" % (sc.name, out.elapsed))
+    else:
+        lines.append("FAIL %s (%.1fs): %s" % (sc.name, out.elapsed, "; ".join(out.reasons)))
+        for line in out.failed_detail[:40]:
+            lines.append("  " + line)
+        context = dict(out.splat_context)
+        for line in out.splats[:20]:
+            if line in context:
+                lines.append("  splat: (after: %s)" % context[line])
+            lines.append("  splat: " + line)
+        if len(out.splats) > 20:
+            lines.append("  ... %d more splat lines" % (len(out.splats) - 20))
+        lines.append("  log: %s" % log_path)
+    print("\n".join(lines), flush=True)
+    return out.passed
+
+
+def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
+    """Boots the scenarios `jobs` at a time, the longest ("# duration:")
+    first so that no long one starts last; each one's report is printed
+    whole when it ends.  `run` stands in for run_scenario in the
+    self-test.  Returns (passed, failed)."""
+    run = run or run_scenario
+    order = sorted(runs, key=lambda r: -r[0].meta.get("duration", 0))
+    todo = queue.Queue()
+    for r in order:
+        todo.put(r)
+    lock = threading.Lock()
+    counts = {"passed": 0, "failed": 0}
+    errors = []
+
+    def worker():
+        while not errors:
+            try:
+                sc, cfg = todo.get_nowait()
+            except queue.Empty:
+                return
+            with lock:
+                print("--- %s started" % sc.name, flush=True)
+            log_path = log_dir / ("%s.log" % sc.name)
+            initrd = initrds[sc.meta.get("selftests") == "mm"]
+            try:
+                out = run(sc, cfg, kernel, initrd, log_path, False, False)
+            except Exception as e:   # a setup error: the main thread raises it
+                errors.append(e)
+                return
+            with lock:
+                ok = report(sc, cfg, out, log_path, True)
+                counts["passed" if ok else "failed"] += 1
+
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        # A timed join keeps the main thread responsive to Ctrl-C.
+        while t.is_alive():
+            t.join(timeout=1.0)
+    if errors:
+        raise errors[0]
+    return counts["passed"], counts["failed"]
+
+
+def self_test():
+    """Checks --jobs and the parallel scheduler without booting: the
+    scenarios are header-only files in a temporary directory and a stub
+    stands in for QEMU.  Returns the number of failed checks."""
+    global mem_available_mib
+    checks = []
+    real_mem = mem_available_mib
+    real_affinity = os.sched_getaffinity
+    with tempfile.TemporaryDirectory(prefix="run-py-self-test.") as tmp:
+        def case(name, header):
+            p = Path(tmp) / ("%s.sh" % name)
+            p.write_text(header + "check ok true\n")
+            return Scenario(p)
+
+        short = case("short", "# duration: 20\n")
+        unknown = case("unknown", "")
+        long_ = case("long", "# duration: 190\n# mem: 3G\n")
+        mid = case("mid", "# duration: 100\n# mem: 2G\n")
+        bench = case("bench", "# group: bench\n# duration: 600\n")
+        scs = [short, unknown, long_, mid]
+
+        def jobs_for(argv, scenarios, cpus, avail):
+            global mem_available_mib
+            args = parse_args(argv)
+            os.sched_getaffinity = lambda pid: set(range(cpus))
+            mem_available_mib = lambda: avail
+            try:
+                cfgs = [Config(sc, args) for sc in scenarios]
+                return pick_jobs(args, scenarios, cfgs)
+            except UsageError:
+                return "usage"
+            finally:
+                os.sched_getaffinity = real_affinity
+                mem_available_mib = real_mem
+
+        # auto: one per CPU while memory lasts (3G guest + 1G each).
+        checks.append(jobs_for(["-j", "auto"], scs, 2, 23 * 1024) == 2)
+        checks.append(jobs_for(["-j", "auto"], scs, 8, 10 * 1024) == 2)
+        checks.append(jobs_for(["-j", "auto"], scs, 8, 3 * 1024) == 1)
+        checks.append(jobs_for(["-j", "auto"], scs, 8, None) == 4)
+        # Never more jobs than scenarios; a benchmark runs alone.
+        checks.append(jobs_for(["-j", "3"], [short, mid], 8, 64 * 1024) == 2)
+        checks.append(jobs_for(["-j", "4"], scs + [bench], 8, 64 * 1024) == 1)
+        # Bad values and --verbose with several jobs are usage errors.
+        checks.append(jobs_for(["-j", "0"], scs, 2, None) == "usage")
+        checks.append(jobs_for(["-j", "two"], scs, 2, None) == "usage")
+        checks.append(jobs_for(["-j", "2", "-v"], scs, 2, None) == "usage")
+        checks.append(jobs_for(["-j", "auto", "-v"], scs, 2, None) == 1)
+
+        # The scheduler: longest first, every scenario once, verdicts
+        # counted, at most `jobs` running at a time.
+        started = []
+        running = [0, 0]    # now, most at once
+        lock = threading.Lock()
+
+        def fake_run(sc, cfg, kernel, initrd, log_path, verbose, dry_run):
+            with lock:
+                started.append(sc.name)
+                running[0] += 1
+                running[1] = max(running[1], running[0])
+            time.sleep(0.05)
+            out = Outcome(sc.name)
+            out.result = ("FAIL", "stub") if sc.name == "mid" else ("PASS", "")
+            out.ended = True
+            out.elapsed = 0.05
+            _judge(out, cfg)
+            with lock:
+                running[0] -= 1
+            return out
+
+        args = parse_args([])
+        runs = [(sc, Config(sc, args)) for sc in scs]
+        log_dir = Path(tmp)
+        real_stdout = sys.stdout
+        sys.stdout = open(os.devnull, "w")
+        try:
+            serial = run_parallel(1, runs, None, {False: None}, log_dir, fake_run)
+            order = list(started)
+            del started[:]
+            two = run_parallel(2, runs, None, {False: None}, log_dir, fake_run)
+        finally:
+            sys.stdout.close()
+            sys.stdout = real_stdout
+        checks.append(order == ["long", "mid", "short", "unknown"])
+        checks.append(serial == (3, 1) and two == (3, 1))
+        checks.append(sorted(started) == sorted(sc.name for sc in scs))
+        checks.append(running[1] == 2)
+    failed = [i for i, ok in enumerate(checks) if not ok]
+    for i in failed:
+        print("run.py: self-test check %d failed" % i, file=sys.stderr)
+    print("test result: %s. %d passed; %d failed"
+          % ("FAILED" if failed else "ok", len(checks) - len(failed), len(failed)))
+    return len(failed)
 
 
 def check_bzimage(path):
@@ -1021,12 +1233,14 @@ def pick_kernel(args):
 
 def main(argv):
     args = parse_args(argv)
+    if args.self_test:
+        return 1 if self_test() else 0
     available = discover()
     if args.list:
         for name, path in available.items():
             sc = Scenario(path)
             extra = []
-            for key in ("smp", "numa", "mem", "timeout"):
+            for key in ("smp", "numa", "mem", "timeout", "duration"):
                 if key in sc.meta:
                     extra.append("%s=%s" % (key, sc.meta[key]))
             for key in ("append", "disk"):
@@ -1052,6 +1266,7 @@ def main(argv):
             re.compile(a)
         except re.error as e:
             raise UsageError("bad --allow-splat regex %r: %s" % (a, e))
+    jobs = pick_jobs(args, scenarios, configs)
     if shutil.which(QEMU) is None:
         raise SetupError("%s not found" % QEMU)
 
@@ -1077,6 +1292,13 @@ def main(argv):
         except OSError as e:
             raise UsageError("--log-dir %s: %s" % (log_dir, e))
 
+    if jobs > 1:
+        print("[jobs] %d scenarios, %d at a time" % (len(scenarios), jobs), flush=True)
+        passed, failed = run_parallel(jobs, list(zip(scenarios, configs)), kernel,
+                                      initrds, log_dir)
+        print("%d passed, %d failed" % (passed, failed))
+        return 1 if failed else 0
+
     passed = failed = 0
     for sc, cfg in zip(scenarios, configs):
         print("=== %s (%s)" % (sc.name, cfg.describe()), flush=True)
@@ -1085,24 +1307,10 @@ def main(argv):
         out = run_scenario(sc, cfg, kernel, initrd, log_path, args.verbose, args.dry_run)
         if out is None:
             continue
-        for check, status, rest in out.checks:
-            print("  CHECK %s %s%s" % (check, status, (" " + rest) if rest else ""))
-        if out.passed:
+        if report(sc, cfg, out, log_path, False):
             passed += 1
-            print("PASS %s (%.1fs)" % (sc.name, out.elapsed), flush=True)
-            continue
-        failed += 1
-        print("FAIL %s (%.1fs): %s" % (sc.name, out.elapsed, "; ".join(out.reasons)))
-        for line in out.failed_detail[:40]:
-            print("  " + line)
-        context = dict(out.splat_context)
-        for line in out.splats[:20]:
-            if line in context:
-                print("  splat: (after: %s)" % context[line])
-            print("  splat: " + line)
-        if len(out.splats) > 20:
-            print("  ... %d more splat lines" % (len(out.splats) - 20))
-        print("  log: %s" % log_path, flush=True)
+        else:
+            failed += 1
     if args.dry_run:
         return 0
     print("%d passed, %d failed" % (passed, failed))

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: boot sanity: vCPUs, NUMA nodes, mounts, memhog, no kernel splat
+# duration: 30
 #
 # Expected values come from the runner via scenario.smp= / scenario.numa= /
 # scenario.disks= on the kernel command line.

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: subsystem report for 'make demo' (also a smoke test of any kernel)
+# duration: 28
 # append: gcma=64M
 # mem: 2G
 # timeout: 600

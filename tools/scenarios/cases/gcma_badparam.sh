@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: invalid or impossible gcma= values are rejected with a reason, boot continues
+# duration: 27
 # append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma.thp_mode=sometimes
 
 # Malformed values are refused when parsed.

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: gcma=64M reserves area gcma0 at boot
+# duration: 23
 # append: gcma=64M
 
 check area_reserved expect_dmesg 'gcma: area gcma0 reserved: 64 MiB at 0x'

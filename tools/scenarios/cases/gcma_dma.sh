@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: gcma.dma_cma=1 makes gcma0 the default DMA CMA area, and a driver's coherent DMA buffers come from it
+# duration: 39
 # append: gcma=32M gcma.dma_cma=1
 # No kmemleak here: its first automatic scan (60 s after boot) holds
 # kmemleak's lock through long stretches, and when it overlaps the probe

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: the DMEM boot switches: a valid value switches its client off at boot, a malformed one is refused with its reason and changes nothing
+# duration: 24
 # append: gcma=16M gcma.dmem_swap=off gcma.dmem_file=0x1 gcma.dmem_file=yes-
 # Both malformed values would be taken by kstrtobool() (as off and on).
 

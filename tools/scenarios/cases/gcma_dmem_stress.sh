@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: both DMEM clients at once while CMA debugfs allocates and frees large ranges of the same GCMA area, so lent pages are discarded constantly
+# duration: 105
 # append: gcma=32M
 # mem: 1G
 # disk: 128M ext4

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: Guaranteed THP, collapse: in fragmented memory khugepaged collapses 4 KiB-faulted memory into huge pages from the THP-only area gcma0 in mode fallback (none in mode never), and so does MADV_COLLAPSE; every byte verified
+# duration: 45
 # append: gcma=128M:thp
 # mem: 1G
 # timeout: 400

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: the kernel's THP selftests (khugepaged, cow, split_huge_page, transhuge-stress) pass the same with memory fragmented and GCMA's THP fallback on as without
+# duration: 190
 # append: gcma=1280M:thp gcma.thp_mode=never
 # append: rcupdate.rcu_cpu_stall_suppress_at_boot=1 nokaslr
 # mem: 3G

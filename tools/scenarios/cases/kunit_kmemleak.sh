@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: the KUnit suites, run at boot with kmemleak on, pass and leak nothing
+# duration: 125
 # append: kunit.enable=1 kmemleak=on gcma=16M gcma=8M:thp gcma.dma_cma=1
 # mem: 2G
 # timeout: 900
