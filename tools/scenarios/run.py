@@ -1099,6 +1099,11 @@ def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
     errors = []
     again = []
 
+    def boot(sc, cfg, boot_silence):
+        log_path = log_dir / ("%s.log" % sc.name)
+        initrd = initrds[sc.meta.get("selftests") == "mm"]
+        return run(sc, cfg, kernel, initrd, log_path, False, False, boot_silence), log_path
+
     def worker():
         while not errors:
             try:
@@ -1107,10 +1112,8 @@ def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
                 return
             with lock:
                 print("--- %s started" % sc.name, flush=True)
-            log_path = log_dir / ("%s.log" % sc.name)
-            initrd = initrds[sc.meta.get("selftests") == "mm"]
             try:
-                out = run(sc, cfg, kernel, initrd, log_path, False, False, BOOT_SILENCE)
+                out, log_path = boot(sc, cfg, BOOT_SILENCE)
             except Exception as e:   # a setup error: the main thread raises it
                 errors.append(e)
                 return
@@ -1120,7 +1123,7 @@ def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
                     if log_path.exists():
                         log_path.replace(stalled)
                     print("--- %s: console silent for %d s before the scenario started, "
-                          "beside another boot; boots again alone at the end (log: %s)"
+                          "with other guests booting; boots again alone at the end (log: %s)"
                           % (sc.name, BOOT_SILENCE, stalled), flush=True)
                     again.append((sc, cfg))
                     continue
@@ -1138,9 +1141,7 @@ def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
         raise errors[0]
     for sc, cfg in again:
         print("--- %s started again, alone" % sc.name, flush=True)
-        log_path = log_dir / ("%s.log" % sc.name)
-        initrd = initrds[sc.meta.get("selftests") == "mm"]
-        out = run(sc, cfg, kernel, initrd, log_path, False, False, None)
+        out, log_path = boot(sc, cfg, None)
         ok = report(sc, cfg, out, log_path, True)
         counts["passed" if ok else "failed"] += 1
     return counts["passed"], counts["failed"]
