@@ -18,6 +18,7 @@
 #include <linux/list.h>
 #include <linux/spinlock_types.h>
 #include <linux/types.h>
+#include <linux/workqueue_types.h>
 #include <asm/page.h>
 
 /* Upper bound on "gcma=" areas; more are refused with a boot message. */
@@ -44,10 +45,14 @@ struct super_block;
  * @rs: allocator state (Rust), published once by gcma_area_attach()
  * @kobj: /sys/kernel/mm/gcma/<name>, or NULL
  * @lat: allocations (successful or not) per latency bucket, log2 of ns
- * @free_lock: protects @freed and @nr_freed; taken with interrupts off
+ * @free_lock: protects @freed, @nr_freed and @deferred; taken with
+ *	interrupts off
  * @freed: blocks the page allocator gave back (linked by page->lru, order
  *	in page->private), not yet freed in the map
  * @nr_freed: pages in @freed
+ * @deferred: releases made outside process context (first page linked by
+ *	page->lru, page count in page->private), not yet done
+ * @release_work: does the releases in @deferred, in process context
  * @thp: reserved with ":thp": serves transparent huge pages only (not a
  *	CMA area); see include/linux/gcma_thp.h
  */
@@ -62,6 +67,8 @@ struct gcma_area {
 	spinlock_t free_lock;		/* @freed, @nr_freed; irqs off */
 	struct list_head freed;
 	unsigned long nr_freed;
+	struct list_head deferred;
+	struct work_struct release_work;
 	bool thp;
 };
 
@@ -103,6 +110,7 @@ void __init gcma_reserve(void);
 unsigned int gcma_nr_reserved_areas(void);
 struct gcma_area *gcma_reserved_area(unsigned int idx);
 struct gcma_area *gcma_area_by_name(const char *name);
+int gcma_parse_bool(const char *s, bool *on);
 
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 			unsigned int align, bool no_warn);
@@ -110,6 +118,7 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 			    unsigned int align, gfp_t gfp);
 bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count);
+void gcma_flush_releases(struct gcma_area *area);
 void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
 void gcma_drain_freed(struct gcma_area *area);
 int gcma_register_discard(gcma_discard_fn fn);
@@ -190,14 +199,15 @@ struct gcma_dmem_stats {
 /**
  * struct gcma_dmem_file_key - the file part of a DMEM file key
  * @sb: the superblock's device number
- * @generation: the inode's generation
  * @ino: the inode number
  *
- * The page index completes the key.
+ * The page index completes the key.  Nothing mutable during the inode's
+ * life (such as i_generation, which EXT[24]_IOC_SETVERSION rewrites) may be
+ * part of it: entries never outlive the in-memory inode, whose eviction
+ * truncates its range, so the pair names one file while they exist.
  */
 struct gcma_dmem_file_key {
 	u32 sb;
-	u32 generation;
 	u64 ino;
 };
 
@@ -294,6 +304,9 @@ unsigned long gcma_dmem_rs_invalidate_file(const struct gcma_dmem_file_key *key,
 					   unsigned long first,
 					   unsigned long last);
 unsigned long gcma_dmem_rs_invalidate_sb(u32 sb);
+unsigned long gcma_dmem_rs_fence_file(const struct gcma_dmem_file_key *key,
+				      unsigned long first, unsigned long last,
+				      bool begin);
 bool gcma_dmem_rs_store_swap(unsigned int type, unsigned long offset,
 			     struct page *page);
 bool gcma_dmem_rs_load_swap(unsigned int type, unsigned long offset,
@@ -315,6 +328,9 @@ bool __gcma_dmem_read_folio(struct folio *folio);
 void __gcma_dmem_invalidate_file(struct address_space *mapping,
 				 unsigned long first, unsigned long last);
 void __gcma_dmem_umount(struct super_block *sb);
+void __gcma_dmem_fence_file(struct address_space *mapping,
+			    unsigned long first, unsigned long last,
+			    bool begin);
 void __gcma_dmem_swap_store(struct folio *folio);
 bool __gcma_dmem_swap_load(struct folio *folio);
 void __gcma_dmem_swap_drop_folio(struct folio *folio);
@@ -322,7 +338,30 @@ void __gcma_dmem_swap_free(unsigned int type, unsigned long offset,
 			   unsigned int nr);
 void __gcma_dmem_swapoff(unsigned int type);
 
-/* A locked file folio leaves the page cache (__remove_mapping()). */
+#ifdef CONFIG_GCMA_DMEM_VERIFY
+/* Verify mode (mm/gcma_rs/dmem_verify.c): every hit checked on the device. */
+DECLARE_STATIC_KEY_FALSE(gcma_dmem_verify_on);
+void gcma_dmem_verify_file(struct folio *folio,
+			   const struct gcma_dmem_file_key *key);
+void gcma_dmem_verify_swap(struct folio *folio);
+void gcma_dmem_verify_counts(unsigned int client, u64 *verified,
+			     u64 *mismatches, u64 *skipped);
+
+static inline bool gcma_dmem_verifying(void)
+{
+	return static_branch_unlikely(&gcma_dmem_verify_on);
+}
+#else
+static inline bool gcma_dmem_verifying(void) { return false; }
+static inline void gcma_dmem_verify_file(struct folio *folio,
+					 const struct gcma_dmem_file_key *key) { }
+static inline void gcma_dmem_verify_swap(struct folio *folio) { }
+#endif
+
+/*
+ * A locked file folio leaves the page cache: reclaim and invalidation
+ * (__remove_mapping()) or any single removal (filemap_remove_folio()).
+ */
 static inline void gcma_dmem_evict_folio(struct folio *folio, bool reclaimed)
 {
 	if (static_branch_unlikely(&gcma_dmem_file_on))
@@ -347,13 +386,37 @@ static inline void gcma_dmem_truncate(struct address_space *mapping,
 					    (unsigned long)(lend >> PAGE_SHIFT));
 }
 
-/* Invalidation of page indices @first to @last (direct-I/O writes). */
+/*
+ * Invalidation of page indices @first to @last: invalidations of the page
+ * cache (direct-I/O writes, before and after), moved extents.
+ */
 static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
 					      unsigned long first,
 					      unsigned long last)
 {
 	if (static_branch_unlikely(&gcma_dmem_file_on))
 		__gcma_dmem_invalidate_file(mapping, first, last);
+}
+
+/*
+ * A walk that invalidates page indices @first to @last of a file whose
+ * bytes changed behind its page cache (direct I/O) runs between
+ * gcma_dmem_fence_begin() and gcma_dmem_fence_end(): nothing of the file
+ * is stored in DMEM or loaded from it meanwhile, and both drop the range.
+ */
+static inline void gcma_dmem_fence_begin(struct address_space *mapping,
+					 unsigned long first,
+					 unsigned long last)
+{
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		__gcma_dmem_fence_file(mapping, first, last, true);
+}
+
+static inline void gcma_dmem_fence_end(struct address_space *mapping,
+				       unsigned long first, unsigned long last)
+{
+	if (static_branch_unlikely(&gcma_dmem_file_on))
+		__gcma_dmem_fence_file(mapping, first, last, false);
 }
 
 static inline void gcma_dmem_umount(struct super_block *sb)
@@ -425,6 +488,11 @@ static inline void gcma_dmem_truncate(struct address_space *mapping,
 static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
 					      unsigned long first,
 					      unsigned long last) { }
+static inline void gcma_dmem_fence_begin(struct address_space *mapping,
+					 unsigned long first,
+					 unsigned long last) { }
+static inline void gcma_dmem_fence_end(struct address_space *mapping,
+				       unsigned long first, unsigned long last) { }
 static inline void gcma_dmem_umount(struct super_block *sb) { }
 static inline void gcma_dmem_swap_store(struct folio *folio) { }
 static inline bool gcma_dmem_swap_load(struct folio *folio) { return false; }

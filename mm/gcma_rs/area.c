@@ -48,6 +48,7 @@
 #include <linux/static_key.h>
 #include <linux/seq_file.h>
 #include <linux/sysfs.h>
+#include <linux/workqueue.h>
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/gcma.h>
@@ -55,6 +56,7 @@
 #include "../internal.h"
 
 static gcma_discard_fn gcma_discard;
+static void gcma_release_deferred(struct work_struct *work);
 
 /* On once an area is in service: the page free paths then check pfns. */
 DEFINE_STATIC_KEY_FALSE(gcma_in_service);
@@ -96,6 +98,8 @@ void gcma_area_attach(struct gcma_area *area, const void *rs)
 
 	spin_lock_init(&area->free_lock);
 	INIT_LIST_HEAD(&area->freed);
+	INIT_LIST_HEAD(&area->deferred);
+	INIT_WORK(&area->release_work, gcma_release_deferred);
 	for (pfn = base; pfn < base + gcma_nr_pages(area); pfn++) {
 		struct page *page = pfn_to_page(pfn);
 
@@ -511,6 +515,72 @@ static void gcma_put_pages(struct gcma_area *area, struct page *page,
 		gcma_free_range(area, start + run, count - run);
 }
 
+/*
+ * cma_release() may be called where CMA's own release is safe, softirq and
+ * hardirq context included (dma_free_attrs() from a completion handler),
+ * but the area's map lock is taken in process context with interrupts on.
+ * A release from any other context is queued here and done by a work item
+ * through gcma_release(): the allocation's first page lends its lru and
+ * private fields to the queue, which nothing else uses while the caller
+ * still owns the pages.  The checks for a bad release are made then.
+ */
+static bool gcma_defer_release(struct gcma_area *area, struct page *page,
+			       unsigned long count)
+{
+	unsigned long flags;
+
+	/*
+	 * The fields are the owner's: a tail page's lru.next is its
+	 * compound_head, and a page without a reference may sit in the free
+	 * queue.  Either is a caller's bug; refuse it here as the process
+	 * context path would.
+	 */
+	if (PageTail(page) || !page_ref_count(page) || !count) {
+		pr_err_ratelimited("%s: ignoring release of %lu pages at pfn %#lx from interrupt context: not an allocation's first page\n",
+				   area->name, count, page_to_pfn(page));
+		return true;
+	}
+	set_page_private(page, count);
+	spin_lock_irqsave(&area->free_lock, flags);
+	list_add_tail(&page->lru, &area->deferred);
+	spin_unlock_irqrestore(&area->free_lock, flags);
+	schedule_work(&area->release_work);
+	return true;
+}
+
+static void gcma_release_deferred(struct work_struct *work)
+{
+	struct gcma_area *area = container_of(work, struct gcma_area,
+					      release_work);
+	struct page *page, *next;
+	unsigned long flags;
+	LIST_HEAD(list);
+
+	spin_lock_irqsave(&area->free_lock, flags);
+	list_splice_init(&area->deferred, &list);
+	spin_unlock_irqrestore(&area->free_lock, flags);
+	list_for_each_entry_safe(page, next, &list, lru) {
+		unsigned long count = page_private(page);
+
+		list_del_init(&page->lru);
+		set_page_private(page, 0);
+		gcma_release(area, page, count);
+	}
+}
+
+/**
+ * gcma_flush_releases() - wait until releases queued from interrupt
+ *	context are done
+ * @area: the area
+ *
+ * Context: process context; may sleep.
+ */
+void gcma_flush_releases(struct gcma_area *area)
+{
+	flush_work(&area->release_work);
+}
+EXPORT_SYMBOL_GPL(gcma_flush_releases);
+
 /**
  * gcma_release() - release pages allocated by gcma_alloc()
  * @area: the area
@@ -524,6 +594,10 @@ static void gcma_put_pages(struct gcma_area *area, struct page *page,
  * allocated, counted in release_pending_pages, until its last reference
  * goes: the page allocator's free path then hands it back to GCMA.  Pages
  * of an area never reach the buddy allocator.
+ *
+ * Context: any context in which cma_release() may be called.  Outside
+ * process context the release is queued and done shortly after by a work
+ * item (gcma_flush_releases() waits for it).
  *
  * Return: false if @pages is not in @area (the caller must free the pages
  * elsewhere); true otherwise, including for a release GCMA refuses
@@ -547,6 +621,8 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 		return false;
 	start = pfn - gcma_base_pfn(area);
 	page = pfn_to_page(pfn);
+	if (!in_task())
+		return gcma_defer_release(area, page, count);
 	/* Pages freed behind GCMA's back are not released twice. */
 	gcma_drain_freed(area);
 

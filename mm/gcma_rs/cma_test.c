@@ -30,6 +30,7 @@
 #include <linux/mm.h>
 #include <linux/page-flags.h>
 #include <linux/string.h>
+#include <linux/timer.h>
 
 #include "../cma.h"
 
@@ -61,6 +62,39 @@ static u64 gcma_cma_used(struct gcma_cma_ctx *ctx)
 
 	gcma_stats(ctx->area, &st);
 	return st.primary_used_pages;
+}
+
+/* A cma_release() or cma_free_folio() made from a timer (softirq). */
+struct gcma_cma_timer_release {
+	struct timer_list timer;
+	struct cma *cma;
+	struct page *page;
+	unsigned long count;
+	bool folio, ret, in_softirq;
+	struct completion done;
+};
+
+static void gcma_cma_timer_fn(struct timer_list *t)
+{
+	struct gcma_cma_timer_release *r = from_timer(r, t, timer);
+
+	r->in_softirq = in_softirq() && !in_task();
+	if (r->folio)
+		r->ret = cma_free_folio(r->cma, page_folio(r->page));
+	else
+		r->ret = cma_release(r->cma, r->page, r->count);
+	complete(&r->done);
+}
+
+/* Runs the release of @r from a timer callback and waits for it. */
+static void gcma_cma_release_from_timer(struct gcma_cma_timer_release *r)
+{
+	init_completion(&r->done);
+	timer_setup_on_stack(&r->timer, gcma_cma_timer_fn, 0);
+	mod_timer(&r->timer, jiffies + 1);
+	wait_for_completion(&r->done);
+	del_timer_sync(&r->timer);
+	destroy_timer_on_stack(&r->timer);
 }
 
 static u64 gcma_cma_pending(struct gcma_cma_ctx *ctx)
@@ -147,6 +181,57 @@ static void gcma_cma_alloc_release(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
 	/* Outside the area: not GCMA's, CMA refuses as before. */
 	KUNIT_EXPECT_FALSE(test, gcma_release(ctx->area, pfn_to_page(ctx->base_pfn - 1), 1));
+}
+
+/*
+ * cma_release() and cma_free_folio() are safe in softirq context for CMA
+ * (dma_free_attrs() from a completion handler reaches them), so they must
+ * be for GCMA: the area's map lock is also taken in process context with
+ * softirqs on (allocations, DMEM), which lockdep reports as an
+ * inconsistent lock state, and which deadlocks when the softirq interrupts
+ * a holder on its CPU.  The release is done shortly after, in process
+ * context, and frees exactly what a release in process context would.
+ */
+static void gcma_cma_release_softirq(struct kunit *test)
+{
+	struct gcma_cma_ctx *ctx = test->priv;
+	struct gcma_cma_timer_release r = { .cma = ctx->cma };
+	u64 used = gcma_cma_used(ctx);
+	struct folio *folio;
+
+	/* Process context takes the map lock with softirqs on. */
+	r.page = cma_alloc(ctx->cma, 37, 0, false);
+	KUNIT_ASSERT_NOT_NULL(test, r.page);
+	r.count = 37;
+	gcma_cma_release_from_timer(&r);
+	KUNIT_EXPECT_TRUE(test, r.in_softirq);
+	KUNIT_EXPECT_TRUE(test, r.ret);
+	gcma_flush_releases(ctx->area);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+
+	folio = cma_alloc_folio(ctx->cma, 2, GFP_KERNEL | __GFP_COMP);
+	KUNIT_ASSERT_NOT_NULL(test, folio);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + 4);
+	r.page = &folio->page;
+	r.folio = true;
+	gcma_cma_release_from_timer(&r);
+	KUNIT_EXPECT_TRUE(test, r.ret);
+	gcma_flush_releases(ctx->area);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
+
+	/* Released twice from softirq: logged, nothing else freed. */
+	r.page = cma_alloc(ctx->cma, 8, 0, false);
+	KUNIT_ASSERT_NOT_NULL(test, r.page);
+	r.count = 8;
+	r.folio = false;
+	gcma_cma_release_from_timer(&r);
+	gcma_flush_releases(ctx->area);
+	gcma_cma_release_from_timer(&r);
+	gcma_flush_releases(ctx->area);
+	KUNIT_EXPECT_TRUE(test, r.ret);
+	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used);
+	KUNIT_EXPECT_EQ(test, gcma_cma_escaped(ctx), 0);
 }
 
 /*
@@ -756,6 +841,7 @@ static struct kunit_case gcma_cma_cases[] = {
 	KUNIT_CASE(gcma_cma_dma_coherent),
 	KUNIT_CASE(gcma_cma_release_race),
 	KUNIT_CASE(gcma_cma_dma_double_free),
+	KUNIT_CASE(gcma_cma_release_softirq),
 	KUNIT_CASE(gcma_cma_init_on_alloc),
 	KUNIT_CASE(gcma_cma_odd_base_alignment),
 	KUNIT_CASE(gcma_cma_not_in_cmatotal),

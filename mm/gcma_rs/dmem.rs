@@ -12,7 +12,7 @@
 //!
 //! One [`Dmem`] instance serves one client.  The kernel has two: one for
 //! clean file pages, keyed by [`FileKey`] (superblock id, inode number,
-//! inode generation, page index), and one for swap pages, keyed by
+//! page index), and one for swap pages, keyed by
 //! [`SwapKey`] (swap type, offset).
 //!
 //! This module is shared: it builds in the kernel crate and, unchanged, on
@@ -109,7 +109,8 @@
 //! * **No copy outlives a discard.**  Copies run without any lock, between
 //!   two page-lock sections that raise and lower the slot's count.  The
 //!   discarder marks the slot under the page lock, then polls the count
-//!   under the page lock, calling [`Platform::relax`] between polls; when it
+//!   under the page lock, calling [`Platform::relax`] between polls (which
+//!   sleeps once the wait is not short, see there); when it
 //!   sees zero, every copy has left the page, and the lock orders those
 //!   copies before everything the new owner does.  (A count already zero
 //!   when the slot is marked frees it in that same section.)
@@ -226,8 +227,11 @@ pub(crate) trait Platform {
     type Lock<T: Send>: Lock<T> + Send + Sync;
 
     /// Lets other threads run while [`Dmem::discard_range`] waits for copies in
-    /// flight; called with no lock held.  May sleep.
-    fn relax();
+    /// flight; called with no lock held, `round` counting the calls of one
+    /// wait from 0.  May sleep, and must once `round` grows: the copier may
+    /// be a task of lower priority preempted on the waiter's CPU, which
+    /// only a waiter that leaves the run queue lets finish.
+    fn relax(round: u32);
 }
 
 /// A key of the store.
@@ -250,41 +254,40 @@ const fn mix(h: u64, v: u64) -> u64 {
 }
 
 /// Key of a clean file page: the file, then the page index in the file.
+///
+/// The file is named by its superblock and inode number alone.  An entry
+/// never outlives the in-memory inode it was stored from (evicting the
+/// inode truncates its whole range, which drops its entries), and an inode
+/// number is unique among the live inodes of a superblock, so the pair
+/// names one file for as long as the entry exists.  Mutable inode fields
+/// (the generation, which `EXT[24]_IOC_SETVERSION` rewrites without
+/// touching the page cache) must not be part of the key: entries stored
+/// under an old value would be orphaned and come back with it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct FileKey {
     /// Identifier of the file system instance (superblock).
     pub(crate) sb: u32,
     /// Inode number.
     pub(crate) ino: u64,
-    /// Inode generation, so a reused inode number does not see old pages.
-    pub(crate) generation: u32,
     /// Page index in the file.
     pub(crate) index: u64,
 }
 
 impl FileKey {
     /// The inclusive key range of every page of one file.
-    pub(crate) fn file_range(sb: u32, ino: u64, generation: u32) -> (FileKey, FileKey) {
-        let key = |index| FileKey {
-            sb,
-            ino,
-            generation,
-            index,
-        };
+    pub(crate) fn file_range(sb: u32, ino: u64) -> (FileKey, FileKey) {
+        let key = |index| FileKey { sb, ino, index };
         (key(0), key(u64::MAX))
     }
 }
 
 impl Key for FileKey {
     fn bucket_hash(&self) -> u64 {
-        mix(
-            mix(mix(0, self.sb.into()), self.ino),
-            self.generation.into(),
-        )
+        mix(mix(0, self.sb.into()), self.ino)
     }
 
     fn same_group(lo: &Self, hi: &Self) -> bool {
-        (lo.sb, lo.ino, lo.generation) == (hi.sb, hi.ino, hi.generation)
+        (lo.sb, lo.ino) == (hi.sb, hi.ino)
     }
 }
 
@@ -1327,8 +1330,10 @@ impl<C: Config> Dmem<C> {
                 break;
             };
             let held = (done | busy).count_ones() as usize;
+            let mut round = 0;
             while busy != 0 {
-                C::Platform::relax();
+                C::Platform::relax(round);
+                round = round.saturating_add(1);
                 self.pages.with(|t| {
                     let mut left = busy;
                     while left != 0 {

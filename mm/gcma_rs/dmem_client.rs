@@ -32,10 +32,18 @@ fn nr_buckets(pages: usize) -> usize {
     (pages / 8).next_power_of_two().clamp(64, 16384)
 }
 
+/// Fence counters of a client: a key's is `FENCES[bucket_hash % NR_FENCES]`,
+/// so that all pages of one file share one.
+const NR_FENCES: usize = 64;
+
 /// One client: its store and its switch.
 pub(crate) struct Client<C: Config> {
     /// The store.
     pub(crate) dmem: Dmem<C>,
+    /// Range invalidations in progress, per group of keys (see
+    /// [`Client::fence_begin`]): while a key's counter is not zero, its
+    /// stores are refused and its loads miss.
+    fences: [AtomicUsize; NR_FENCES],
     /// Whether the client is on.
     enabled: AtomicBool,
     /// Stores refused because the client was off.
@@ -68,10 +76,43 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
         )?;
         Ok(Client {
             dmem,
+            fences: [const { AtomicUsize::new(0) }; NR_FENCES],
             enabled: AtomicBool::new(on),
             refused_disabled: AtomicUsize::new(0),
             refused_large: AtomicUsize::new(0),
         })
+    }
+
+    /// The fence counter of `key`'s group.
+    fn fence(&self, key: &K) -> &AtomicUsize {
+        &self.fences[(key.bucket_hash() % NR_FENCES as u64) as usize]
+    }
+
+    /// Starts a range invalidation of `lo..=hi` (keys of one group): drops
+    /// the range, and until [`Client::fence_end`] refuses stores and fails
+    /// loads of the group.
+    ///
+    /// A page-cache walk that invalidates a range (after a direct-I/O
+    /// write) removes the folios it finds, but reclaim may remove one
+    /// first and store its bytes, which can be older than the file, at
+    /// any moment until the walk reaches its index; and a folio created
+    /// behind the walk must not load such a copy.  Dropping only after
+    /// the walk leaves that window open; the fence closes it: nothing is
+    /// stored or loaded in the group while the walk runs, and the end
+    /// drops whatever a store that had passed its check bound meanwhile.
+    pub(crate) fn fence_begin(&self, lo: &K, hi: &K) -> usize {
+        // SeqCst: ordered before the drop's lock sections, which a store
+        // or load that checks afterwards sees through the bucket lock.
+        self.fence(lo).fetch_add(1, Ordering::SeqCst);
+        self.dmem.invalidate_range(lo, hi)
+    }
+
+    /// Ends a range invalidation begun by [`Client::fence_begin`]: drops
+    /// the range once more and lifts the fence.
+    pub(crate) fn fence_end(&self, lo: &K, hi: &K) -> usize {
+        let n = self.dmem.invalidate_range(lo, hi);
+        self.fence(lo).fetch_sub(1, Ordering::SeqCst);
+        n
     }
 
     /// Stores a copy of `src` under `key`; `None` if the client is off.
@@ -79,6 +120,11 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
         if !self.enabled.load(Ordering::SeqCst) {
             self.refused_disabled.fetch_add(1, Ordering::Relaxed);
             return None;
+        }
+        if self.fence(key).load(Ordering::SeqCst) != 0 {
+            // Drop any older entry: the folio's bytes may be newer.
+            self.dmem.invalidate(key);
+            return Some(StoreOutcome::Refused(Refusal::Superseded));
         }
         let out = self.dmem.store(key, src);
         // Switched off meanwhile: its clear() may have run before the store
@@ -93,7 +139,9 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
     /// Copies the entry of `key` into `dst`; `false` on a miss or if the
     /// client is off.
     pub(crate) fn load(&self, key: &K, dst: &mut PageRef) -> bool {
-        self.enabled.load(Ordering::SeqCst) && self.dmem.load(key, dst)
+        self.enabled.load(Ordering::SeqCst)
+            && self.fence(key).load(Ordering::SeqCst) == 0
+            && self.dmem.load(key, dst)
     }
 
     /// Drops the entry of `key`; returns whether there was one.
@@ -383,7 +431,6 @@ unsafe fn file_key(key: *const bindings::gcma_dmem_file_key, index: c_ulong) -> 
     FileKey {
         sb: k.sb,
         ino: k.ino,
-        generation: k.generation,
         index: index as u64,
     }
 }
@@ -449,12 +496,38 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_invalidate_file(
     d.file.invalidate_range(&lo, &hi) as c_ulong
 }
 
+/// Starts (`begin`) or ends a fenced invalidation of the pages
+/// `first..=last` of the file `*key` (see `Client::fence_begin`); returns
+/// how many entries it dropped.  Every begin must be followed by an end
+/// with the same arguments.  Never sleeps.
+///
+/// # Safety
+///
+/// `key` must be valid for reads.
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_dmem_rs_fence_file(
+    key: *const bindings::gcma_dmem_file_key,
+    first: c_ulong,
+    last: c_ulong,
+    begin: bool,
+) -> c_ulong {
+    let Some(d) = dmems() else { return 0 };
+    // SAFETY: guaranteed by the caller.
+    let (lo, hi) = unsafe { (file_key(key, first), file_key(key, last)) };
+    let n = if begin {
+        d.file.fence_begin(&lo, &hi)
+    } else {
+        d.file.fence_end(&lo, &hi)
+    };
+    n as c_ulong
+}
+
 /// Drops every entry of superblock `sb`; returns how many there were.
 #[no_mangle]
 pub(crate) extern "C" fn gcma_dmem_rs_invalidate_sb(sb: u32) -> c_ulong {
     let Some(d) = dmems() else { return 0 };
-    let (lo, _) = FileKey::file_range(sb, 0, 0);
-    let (_, hi) = FileKey::file_range(sb, u64::MAX, u32::MAX);
+    let (lo, _) = FileKey::file_range(sb, 0);
+    let (_, hi) = FileKey::file_range(sb, u64::MAX);
     d.file.invalidate_range(&lo, &hi) as c_ulong
 }
 

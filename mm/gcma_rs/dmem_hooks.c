@@ -21,16 +21,22 @@
  * (__remove_mapping()) stores an order-0, clean, uptodate folio and drops
  * the entry of anything else it removes; truncation, hole punching and
  * inode eviction (truncate_inode_pages_range()), direct-I/O writes
- * (invalidate_inode_pages2_range()) and unmount drop the entries of the
- * range.  A store runs under the folio lock before the folio leaves the
- * mapping, so a truncation or invalidation that finds the folio gone runs
- * its final DMEM invalidation after the store: no entry outlives a change
- * of the file.  The full argument is in Documentation/mm/gcma.rst.
+ * (invalidate_inode_pages2_range() before the write, and
+ * kiocb_invalidate_post_direct_write() after it, cached pages or not),
+ * moved extents (EXT4_IOC_MOVE_EXT) and unmount drop the entries of the
+ * range, and any other removal of a single folio (filemap_remove_folio():
+ * memory-failure removal, for one) drops the folio's.  A store runs under
+ * the folio lock before the folio leaves the mapping, so a truncation or
+ * invalidation that finds the folio gone, or the mapping empty, runs its
+ * DMEM invalidation after the store: no entry outlives a change of the
+ * file.  The full argument is in Documentation/mm/gcma.rst.
  *
  * File keys are the superblock's device number (an id unique among
  * mounted superblocks; unmount drops every entry of it), the inode number
- * and generation, and the page index.  Swap keys are the swap type and
- * offset.
+ * and the page index.  Entries never outlive the in-memory inode (its
+ * eviction truncates the whole file), so nothing that may change during
+ * the inode's life, such as i_generation, is part of the key.  Swap keys
+ * are the swap type and offset.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -93,11 +99,15 @@ static bool gcma_dmem_file_key(struct address_space *mapping,
 {
 	struct inode *inode = mapping ? mapping->host : NULL;
 
+	/*
+	 * Swap I/O rewrites an active swap file's blocks behind its page
+	 * cache: none of its pages is stored or loaded (swapoff drops what
+	 * was kept before swapon).
+	 */
 	if (!inode || !(inode->i_sb->s_iflags & SB_I_GCMA_DMEM) ||
-	    !S_ISREG(inode->i_mode))
+	    !S_ISREG(inode->i_mode) || IS_SWAPFILE(inode))
 		return false;
 	key->sb = inode->i_sb->s_dev;
-	key->generation = inode->i_generation;
 	key->ino = inode->i_ino;
 	return true;
 }
@@ -108,9 +118,11 @@ static bool gcma_dmem_file_key(struct address_space *mapping,
  * @reclaimed: removed by reclaim (stored if it can be) rather than by an
  *	invalidation that keeps no copy
  *
- * Called by __remove_mapping() before it takes the mapping's locks.
- * Whatever is not stored has its entries dropped, so that a later miss in
- * the page cache never finds data older than the folio's.
+ * Called by __remove_mapping() and filemap_remove_folio() before they take
+ * the mapping's locks.  Whatever is not stored has its entries dropped, so
+ * that a later miss in the page cache never finds data older than the
+ * folio's.  A folio that may be pinned for DMA is not stored: a device may
+ * be writing it while it is copied, and the copy could be torn.
  */
 void __gcma_dmem_evict_folio(struct folio *folio, bool reclaimed)
 {
@@ -122,7 +134,7 @@ void __gcma_dmem_evict_folio(struct folio *folio, bool reclaimed)
 		return;
 	if (reclaimed && !folio_test_large(folio) &&
 	    folio_test_uptodate(folio) && !folio_test_dirty(folio) &&
-	    !folio_test_writeback(folio)) {
+	    !folio_test_writeback(folio) && !folio_maybe_dma_pinned(folio)) {
 		gcma_dmem_rs_store_file(&key, index, folio_page(folio, 0));
 		return;
 	}
@@ -146,8 +158,14 @@ bool __gcma_dmem_read_folio(struct folio *folio)
 	if (folio_test_large(folio) || folio_buffers(folio) ||
 	    !gcma_dmem_file_key(folio->mapping, &key))
 		return false;
+	/* Verify mode's own read of the device: not a page-cache folio. */
+	if (gcma_dmem_verifying() &&
+	    xa_load(&folio->mapping->i_pages, folio->index) != folio)
+		return false;
 	if (!gcma_dmem_rs_load_file(&key, folio->index, folio_page(folio, 0)))
 		return false;
+	if (gcma_dmem_verifying())
+		gcma_dmem_verify_file(folio, &key);
 	folio_end_read(folio, true);
 	return true;
 }
@@ -165,6 +183,26 @@ void __gcma_dmem_invalidate_file(struct address_space *mapping, pgoff_t first,
 
 	if (gcma_dmem_file_key(mapping, &key))
 		gcma_dmem_rs_invalidate_file(&key, first, last);
+}
+
+/**
+ * __gcma_dmem_fence_file() - begin or end a fenced invalidation of a range
+ * @mapping: the file's mapping
+ * @first: first page index
+ * @last: last page index (inclusive)
+ * @begin: true to begin (drop the range, then refuse stores and fail loads
+ *	of the file), false to end (drop the range again, lift the fence)
+ *
+ * For walks that invalidate the page cache of a file whose bytes changed
+ * behind it (direct-I/O writes): see Documentation/mm/gcma.rst.
+ */
+void __gcma_dmem_fence_file(struct address_space *mapping, pgoff_t first,
+			    pgoff_t last, bool begin)
+{
+	struct gcma_dmem_file_key key;
+
+	if (gcma_dmem_file_key(mapping, &key))
+		gcma_dmem_rs_fence_file(&key, first, last, begin);
 }
 
 /**
@@ -212,6 +250,8 @@ bool __gcma_dmem_swap_load(struct folio *folio)
 	    !gcma_dmem_rs_load_swap(swp_type(entry), swp_offset(entry),
 				    folio_page(folio, 0)))
 		return false;
+	if (gcma_dmem_verifying())
+		gcma_dmem_verify_swap(folio);
 	folio_mark_uptodate(folio);
 	return true;
 }

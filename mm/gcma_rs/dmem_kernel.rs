@@ -45,14 +45,27 @@ impl<T> Lock<T> for KLock<T> {
     }
 }
 
-/// Spinlocks, and `cond_resched()` while a discard waits.
+/// Polls of a discard's wait that only offer the CPU (`cond_resched()`)
+/// before the wait sleeps between polls.  A copy takes a few microseconds,
+/// so a copier running on another CPU is done well within them.
+const SPIN_ROUNDS: u32 = 64;
+
+/// Spinlocks; a discard that waits for copies offers the CPU, then sleeps.
 pub(crate) struct KernelPlatform;
 
 impl Platform for KernelPlatform {
     type Lock<T: Send> = KLock<T>;
 
-    fn relax() {
-        delay::cond_resched();
+    fn relax(round: u32) {
+        // `cond_resched()` never yields to a task of lower priority: a
+        // SCHED_FIFO allocator that preempted a copier on its own CPU
+        // would poll for ever (with RT throttling off).  Sleeping takes
+        // the waiter off the run queue, so the copier finishes.
+        if round < SPIN_ROUNDS {
+            delay::cond_resched();
+        } else {
+            delay::msleep(1);
+        }
     }
 }
 

@@ -25,31 +25,11 @@ static const char *const gcma_dmem_names[GCMA_DMEM_NR_CLIENTS] = {
 
 static bool gcma_dmem_boot_on[GCMA_DMEM_NR_CLIENTS] = { true, true };
 
-/*
- * The spellings of a switch value, off and on alternating.  Stricter than
- * kstrtobool(), which looks at the first characters only and would take
- * "0x1" for off and "yes-" for on.
- */
-static const char *const gcma_dmem_bool_words[] = {
-	"0", "1", "n", "y", "N", "Y", "no", "yes", "off", "on",
-};
-
-/* Parses a whole switch value (a trailing newline allowed). */
-static int gcma_dmem_parse_bool(const char *s, bool *on)
-{
-	int i = sysfs_match_string(gcma_dmem_bool_words, s);
-
-	if (i < 0)
-		return -EINVAL;
-	*on = i & 1;
-	return 0;
-}
-
 static int __init gcma_dmem_parse(unsigned int client, char *arg)
 {
 	bool on;
 
-	if (!arg || gcma_dmem_parse_bool(arg, &on)) {
+	if (!arg || gcma_parse_bool(arg, &on)) {
 		pr_err("gcma.dmem_%s=%s: not a boolean (1/0, y/n, yes/no, on/off); client stays %s\n",
 		       gcma_dmem_names[client], arg ?: "",
 		       gcma_dmem_boot_on[client] ? "on" : "off");
@@ -103,7 +83,7 @@ static ssize_t enabled_store(struct kobject *kobj, struct kobj_attribute *attr,
 	bool on;
 	int ret;
 
-	if (gcma_dmem_parse_bool(buf, &on)) {
+	if (gcma_parse_bool(buf, &on)) {
 		pr_warn_ratelimited("dmem/%s/enabled: \"%.*s\" is not a boolean (1/0, y/n, yes/no, on/off); unchanged\n",
 				    gcma_dmem_names[client],
 				    (int)min_t(size_t, strcspn(buf, "\n"), 16), buf);
@@ -154,7 +134,34 @@ static struct gcma_dmem_stat_attr gcma_dmem_stat_attrs[] = {
 	GCMA_DMEM_STAT(refused_large),
 };
 
-static struct attribute *gcma_dmem_attrs[ARRAY_SIZE(gcma_dmem_stat_attrs) + 2];
+#ifdef CONFIG_GCMA_DMEM_VERIFY
+/* Verify mode's counters (dmem_verify.c). */
+static ssize_t gcma_dmem_verify_show(struct kobject *kobj,
+				     struct kobj_attribute *attr, char *buf)
+{
+	u64 n[3];
+
+	gcma_dmem_verify_counts(gcma_dmem_client_of(kobj), &n[0], &n[1], &n[2]);
+	if (!strcmp(attr->attr.name, "verified"))
+		return sysfs_emit(buf, "%llu\n", n[0]);
+	if (!strcmp(attr->attr.name, "verify_mismatches"))
+		return sysfs_emit(buf, "%llu\n", n[1]);
+	return sysfs_emit(buf, "%llu\n", n[2]);
+}
+
+static struct kobj_attribute gcma_dmem_verify_attrs[] = {
+	__ATTR(verified, 0444, gcma_dmem_verify_show, NULL),
+	__ATTR(verify_mismatches, 0444, gcma_dmem_verify_show, NULL),
+	__ATTR(verify_skipped, 0444, gcma_dmem_verify_show, NULL),
+};
+
+#define GCMA_DMEM_NR_VERIFY_ATTRS ARRAY_SIZE(gcma_dmem_verify_attrs)
+#else
+#define GCMA_DMEM_NR_VERIFY_ATTRS 0
+#endif
+
+static struct attribute *gcma_dmem_attrs[ARRAY_SIZE(gcma_dmem_stat_attrs) +
+					 GCMA_DMEM_NR_VERIFY_ATTRS + 2];
 
 static const struct attribute_group gcma_dmem_group = {
 	.attrs = gcma_dmem_attrs,
@@ -191,6 +198,11 @@ void gcma_dmem_sysfs_add(void)
 	gcma_dmem_attrs[0] = &gcma_dmem_enabled_attr.attr;
 	for (i = 0; i < ARRAY_SIZE(gcma_dmem_stat_attrs); i++)
 		gcma_dmem_attrs[i + 1] = &gcma_dmem_stat_attrs[i].attr.attr;
+#ifdef CONFIG_GCMA_DMEM_VERIFY
+	for (i = 0; i < GCMA_DMEM_NR_VERIFY_ATTRS; i++)
+		gcma_dmem_attrs[ARRAY_SIZE(gcma_dmem_stat_attrs) + 1 + i] =
+			&gcma_dmem_verify_attrs[i].attr;
+#endif
 	dir = kobject_create_and_add("dmem", parent);
 	if (!dir)
 		goto fail;

@@ -104,7 +104,6 @@ fn fkey(k: u64) -> FileKey {
     FileKey {
         sb: 7,
         ino: k / 8,
-        generation: 1,
         index: k % 8,
     }
 }
@@ -479,11 +478,7 @@ fn dmem_hook_entry_points() -> Result {
     let mut dst = ContigPages::alloc(None, 0, GFP_KERNEL)?;
     let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
     let dp = dst.page_mut(0).ok_or(EINVAL)?.as_ptr();
-    let fk = |sb: u32, ino: u64| bindings::gcma_dmem_file_key {
-        sb,
-        generation: 7,
-        ino,
-    };
+    let fk = |sb: u32, ino: u64| bindings::gcma_dmem_file_key { sb, ino };
     // Test-only superblock ids: no mounted file system has device 0xfffff.
     let (sb, other_sb) = (0xf_ffff_u32, 0xf_fffe_u32);
     let s0 = d.file.stats();
@@ -504,11 +499,6 @@ fn dmem_hook_entry_points() -> Result {
     // a second load misses.
     // SAFETY: as above.
     kunit_expect!(!unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), 3, dp) });
-    // A different generation is a different file.
-    let mut stale = fk(sb, 5);
-    stale.generation = 8;
-    // SAFETY: as above.
-    kunit_expect!(!unsafe { dmem_client::gcma_dmem_rs_load_file(&stale, 3, dp) });
 
     // Pages 2 and 4 of inode 5 go (3 was loaded); 1, 5 and the other
     // file stay.

@@ -57,8 +57,18 @@ static int __init gcma_parse(char *arg)
 		return 0;
 	}
 	req.size = memparse(arg, &end);
+	if (end == arg) {
+		pr_err("invalid gcma=%s: expected <size>[@<base>][:thp]\n", arg);
+		return 0;
+	}
 	if (*end == '@') {
-		req.base = memparse(end + 1, &end);
+		char *base = end + 1;
+
+		req.base = memparse(base, &end);
+		if (end == base) {
+			pr_err("invalid gcma=%s: '@' needs a base address\n", arg);
+			return 0;
+		}
 		req.fixed = true;
 	}
 	if (!strcmp(end, ":thp")) {
@@ -104,9 +114,43 @@ early_param("gcma", gcma_parse);
 
 static bool gcma_dma_cma __initdata;
 
+/*
+ * The spellings of a GCMA switch, off and on alternating.  Stricter than
+ * kstrtobool(), which looks at the first characters only and would take
+ * "0x1" for off and "yes-" for on.
+ */
+static const char *const gcma_bool_words[] = {
+	"0", "1", "n", "y", "N", "Y", "no", "yes", "off", "on",
+};
+
+/**
+ * gcma_parse_bool() - parse the whole value of a GCMA switch
+ * @s: the value; one trailing newline is allowed (sysfs writes)
+ * @on: set to the value on success, untouched otherwise
+ *
+ * Return: 0, or -EINVAL if @s is not one of gcma_bool_words.
+ */
+int gcma_parse_bool(const char *s, bool *on)
+{
+	int i = sysfs_match_string(gcma_bool_words, s);
+
+	if (i < 0)
+		return -EINVAL;
+	*on = i & 1;
+	return 0;
+}
+
 static int __init gcma_parse_dma_cma(char *arg)
 {
-	return kstrtobool(arg ?: "1", &gcma_dma_cma);
+	/* A bare "gcma.dma_cma" switches it on. */
+	if (arg && gcma_parse_bool(arg, &gcma_dma_cma)) {
+		pr_err("gcma.dma_cma=%s: not a boolean (1/0, y/n, yes/no, on/off); stays %s\n",
+		       arg, gcma_dma_cma ? "on" : "off");
+		return 0;
+	}
+	if (!arg)
+		gcma_dma_cma = true;
+	return 0;
 }
 early_param("gcma.dma_cma", gcma_parse_dma_cma);
 

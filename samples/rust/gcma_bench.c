@@ -3,9 +3,10 @@
  * C side of the GCMA benchmark (rust_gcma_bench.rs, compiled inside the
  * GCMA crate): the debugfs trigger and the CMA calls it times.
  *
- * Writing a repeat count (or anything else, for 30) to
- * /sys/kernel/debug/gcma_bench runs the benchmark and prints its table to
- * the kernel log; the write returns when it is done.  It compares the
+ * Writing a repeat count (1 to 1000) to /sys/kernel/debug/gcma_bench runs
+ * the benchmark and prints its table to the kernel log; the write returns
+ * when it is done.  Anything else is refused with -EINVAL and runs
+ * nothing.  It compares the
  * default DMA CMA area ("reserved", from "cma=") with the first GCMA area,
  * both reached through cma_alloc()/cma_release().
  *
@@ -432,8 +433,10 @@ static ssize_t gcma_bench_write(struct file *file, const char __user *ubuf,
 	struct task_struct *t;
 
 	if (kstrtouint_from_user(ubuf, len, 0, &job.reps) || !job.reps ||
-	    job.reps > 1000)
-		job.reps = 30;
+	    job.reps > 1000) {
+		pr_warn_ratelimited("gcma_bench: expected a repeat count from 1 to 1000; nothing run\n");
+		return -EINVAL;
+	}
 	init_completion(&job.done);
 	mutex_lock(&gcma_bench_lock);
 	t = kthread_create(gcma_bench_thread, &job, "gcma_bench");

@@ -1,7 +1,7 @@
 # shellcheck shell=dash
 # description: invalid or impossible gcma= values are rejected with a reason, boot continues
 # duration: 27
-# append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma.thp_mode=sometimes
+# append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma=16M@ gcma=@16M gcma.dma_cma=yes- gcma.dma_cma=0x1 gcma.thp_mode=sometimes
 
 # Malformed values are refused when parsed.
 check rejects_zero expect_dmesg 'gcma: invalid gcma=0: size must be a non-zero multiple'
@@ -12,6 +12,13 @@ check rejects_thp_base expect_dmesg 'gcma: invalid gcma=4M@0x1000:thp: a THP are
 check rejects_thp_suffix expect_dmesg 'gcma: invalid gcma=4M:thpx: expected <size>\[@<base>\]\[:thp\]'
 check rejects_thp_case expect_dmesg 'gcma: invalid gcma=4M:THP: expected <size>\[@<base>\]\[:thp\]'
 check rejects_thp_mode expect_dmesg 'gcma: gcma.thp_mode=sometimes: expected never, fallback or always; stays fallback'
+# A base or size left out is named, not read as zero.
+check rejects_missing_base expect_dmesg "gcma: invalid gcma=16M@: '@' needs a base address"
+check rejects_missing_size expect_dmesg 'gcma: invalid gcma=@16M: expected <size>\[@<base>\]\[:thp\]'
+# The DMA switch takes whole words only, as the DMEM switches do.
+check rejects_dma_cma_word expect_dmesg 'gcma: gcma.dma_cma=yes-: not a boolean .*; stays off'
+check rejects_dma_cma_hex expect_dmesg 'gcma: gcma.dma_cma=0x1: not a boolean .*; stays off'
+check dma_cma_unchanged expect_no_dmesg 'is the default DMA CMA area'
 check rejects_unaligned expect_dmesg 'gcma: invalid gcma=1M@0x1001: base must be page aligned'
 # Well-formed but impossible requests are refused when memory is reserved.
 check rejects_too_large expect_dmesg 'gcma: area of .* bytes is larger than memory; not reserved'

@@ -58,6 +58,12 @@ check latency_histogram expect_eq "$(awk '!/^#/ { n += $2 } END { print n + 0 }'
 # in each of its two passes and in its profile pass (GCMA only).
 if [ -e /sys/kernel/debug/gcma_bench ]; then
 	before=$(read_counter $G/alloc_success)
+	# Malformed counts are refused and run nothing.
+	for v in x 0 1001 2x ""; do
+		check "bench_refuses_$(echo "$v" | tr -c 'a-z0-9\n' _)" not sh -c "echo '$v' > /sys/kernel/debug/gcma_bench"
+	done
+	check bench_refused_ran_nothing expect_eq "$(read_counter $G/alloc_success)" "$before"
+	check bench_refusal_logged expect_dmesg 'gcma_bench: expected a repeat count from 1 to 1000; nothing run'
 	echo 2 > /sys/kernel/debug/gcma_bench
 	check bench_gcma_never_fails expect_dmesg 'gcma: bench: done: [0-9]+ CMA and 0 GCMA allocations failed'
 	check bench_allocations expect_eq "$(read_counter $G/alloc_success)" $((before + 48))

@@ -89,4 +89,8 @@ for v in 2 yes- "" maybe 0x1; do
 done
 check bad_unchanged expect_eq "$(cat $F/enabled)" 1
 check bad_logged expect_dmesg 'gcma: dmem/file/enabled: .* is not a boolean'
+# Verify mode (CONFIG_GCMA_DMEM_VERIFY): every hit was read back from
+# the file and compared.
+check file_verified expect_gt "$(read_counter $F/verified)" 0
+check file_no_mismatch expect_eq "$(read_counter $F/verify_mismatches)" 0
 check no_splat no_splat

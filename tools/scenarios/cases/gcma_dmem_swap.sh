@@ -86,4 +86,8 @@ for v in 2 on- "" -1; do
 	check "bad_enabled_$(echo "$v" | tr -c 'a-z0-9\n' _)" not sh -c "echo '$v' > $S/enabled"
 done
 check bad_unchanged expect_eq "$(cat $S/enabled)" 1
+# Verify mode (CONFIG_GCMA_DMEM_VERIFY): every hit was read back from
+# the swap device and compared.
+check swap_verified expect_gt "$(read_counter $S/verified)" 0
+check swap_no_mismatch expect_eq "$(read_counter $S/verify_mismatches)" 0
 check no_splat no_splat

@@ -35,7 +35,7 @@ impl<T> Lock<T> for std::sync::Mutex<T> {
 impl Platform for StdPlatform {
     type Lock<T: Send> = std::sync::Mutex<T>;
 
-    fn relax() {
+    fn relax(_round: u32) {
         std::thread::yield_now();
     }
 }
@@ -59,7 +59,7 @@ impl<T> Lock<T> for loom::sync::Mutex<T> {
 impl Platform for LoomPlatform {
     type Lock<T: Send> = loom::sync::Mutex<T>;
 
-    fn relax() {
+    fn relax(_round: u32) {
         loom::thread::yield_now();
     }
 }

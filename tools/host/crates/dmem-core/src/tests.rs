@@ -68,19 +68,18 @@ trait Space: Key + Hash + Debug + Copy {
 
 impl Space for FileKey {
     fn nth(i: u8) -> Self {
-        // 2 superblocks x 2 inodes x 2 generations x 5 pages.
+        // 2 superblocks x 4 inodes x 5 pages.
         let i = i % 40;
         FileKey {
             sb: u32::from(i / 20),
-            ino: u64::from(i / 10 % 2),
-            generation: u32::from(i / 5 % 2),
+            ino: u64::from(i / 5 % 4),
             index: u64::from(i % 5) * 1_000_000_007,
         }
     }
 
     fn group(g: u8) -> (Self, Self) {
         let k = Self::nth(g.wrapping_mul(5));
-        FileKey::file_range(k.sb, k.ino, k.generation)
+        FileKey::file_range(k.sb, k.ino)
     }
 }
 
@@ -403,7 +402,7 @@ fn eviction_order_and_replacement() {
 fn failed_store_drops_stale_entry() {
     let d =
         host_dmem::<FileKey, StdPlatform, _>(2, 2, 1, TableSupply::<StdPlatform>::new(2), false);
-    let k = FileKey::file_range(1, 2, 3).0;
+    let k = FileKey::file_range(1, 2).0;
     assert_eq!(d.store(&k, &[1]), StoreOutcome::Stored);
     fault::fail_after(0);
     let got = d.store(&k, &[2]);
@@ -493,7 +492,6 @@ fn primary_allocation_over_area_map() {
     let key = |i: u64| FileKey {
         sb: 0,
         ino: i / 50,
-        generation: 0,
         index: i,
     };
     for i in 0..150 {
@@ -530,7 +528,7 @@ fn primary_allocation_over_area_map() {
     // Keys 80..150 sat on pages 50..120 (lent from the top: key i on page
     // 199 - i) and were discarded; key 0 was just evicted.  Invalidating
     // file 1 (keys 50..100) drops its 30 remaining pages back to the area.
-    let (lo, hi) = FileKey::file_range(0, 1, 0);
+    let (lo, hi) = FileKey::file_range(0, 1);
     assert_eq!(d.invalidate_range(&lo, &hi), 30);
     assert_eq!(area.with(|m| m.secondary_lent()), 50);
     assert_eq!(d.check_quiescent(), Ok(50));

@@ -1,0 +1,69 @@
+# shellcheck shell=dash
+# description: DMEM never serves a page older than the file: an O_DIRECT write racing a buffered read and reclaim, a changed inode generation, a memory-failure removal (ext2 and ext4); a SCHED_FIFO allocator never waits for ever on a copy it preempted
+# duration: 60
+# append: gcma=32M preempt=full
+# mem: 1G
+# disk: 64M ext2
+# disk: 64M ext4
+# timeout: 600
+
+F=/sys/kernel/mm/gcma/dmem/file
+CG=/sys/fs/cgroup
+
+check client_on expect_eq "$(cat $F/enabled)" 1
+mkdir -p $CG && mount -t cgroup2 none $CG
+echo "+io +memory" > $CG/cgroup.subtree_control
+mkdir -p $CG/slow
+
+for fs in ext2 ext4; do
+	dev=vda
+	[ $fs = ext4 ] && dev=vdb
+	mkdir -p /mnt/$fs
+	check ${fs}_mounted mount -t $fs /dev/$dev /mnt/$fs
+
+	# The writer's cgroup may write 32 KiB/s to this disk: the test's
+	# 128 KiB O_DIRECT write stays in flight for about 4 s.
+	echo "$(cat /sys/block/$dev/dev) wbps=32768" > $CG/slow/io.max
+	check ${fs}_dio_write_racing_read dmem_coherence dio -w $CG/slow /mnt/$fs
+	echo "$(cat /sys/block/$dev/dev) wbps=max" > $CG/slow/io.max
+
+	# ext4 with metadata checksums (mke2fs's default) refuses
+	# SETVERSION; ext2 always takes it.
+	dmem_coherence setversion /mnt/$fs
+	rc=$?
+	if [ $fs = ext4 ] && [ $rc = 77 ]; then
+		log "ext4 refuses SETVERSION here: generation case run on ext2 only"
+	else
+		check ${fs}_setversion expect_eq $rc 0
+	fi
+
+	check ${fs}_memory_failure_removal dmem_coherence hwpoison /mnt/$fs
+	umount /mnt/$fs
+done
+# A SCHED_FIFO allocator and a copier on CPU 0, with RT throttling and
+# CPU 0's fair server (6.12's deadline server, which gives normal tasks
+# 50 ms a second whatever RT tasks do) off: every allocation discards the
+# lent pages and may have preempted a copy into or out of one of them,
+# which it must let finish.  (preempt=full: the copier can be preempted
+# in the middle of a copy, and cond_resched() does nothing.)  A waiter
+# that only polls never returns: the run must end within a minute of its
+# 15 s.
+D=/sys/kernel/mm/gcma/dmem/file
+FS=/sys/kernel/debug/sched/fair_server/cpu0/runtime
+echo -1 > /proc/sys/kernel/sched_rt_runtime_us
+fair=$(cat $FS)
+echo 0 > $FS
+mount -t ext2 /dev/vda /mnt/ext2
+discards=$(read_counter $D/discards)
+rm -f /tmp/rt.rc
+(dmem_coherence rt /sys/kernel/debug/cma/gcma0 /mnt/ext2 15 > /tmp/rt.out 2>&1; echo $? > /tmp/rt.rc) &
+check fifo_allocator_returns wait_for 75 test -e /tmp/rt.rc
+cat /tmp/rt.out
+check fifo_allocator_and_copier expect_eq "$(cat /tmp/rt.rc 2>/dev/null)" 0
+check fifo_allocator_discarded expect_gt "$(read_counter $D/discards)" "$discards"
+echo "$fair" > $FS
+echo 950000 > /proc/sys/kernel/sched_rt_runtime_us
+umount /mnt/ext2
+
+log "file client: $(for c in stored_pages stores loads misses invalidations; do printf '%s=%s ' $c "$(read_counter $F/$c)"; done)"
+check no_splat no_splat

@@ -1,0 +1,138 @@
+# shellcheck shell=dash
+# description: DMEM torture: fsx-style processes in small memory cgroups on ext2 and ext4 (buffered, O_DIRECT and mmap I/O, truncation, hole punching, page-out, SETVERSION, O_DIRECT writes raced by reads) and an anonymous hog swapping, while the GCMA area is allocated and freed in a loop and memory.reclaim runs; a remount in the middle; verify mode on, every byte checked
+# duration: 110
+# append: gcma=32M
+# mem: 1G
+# disk: 128M ext2
+# disk: 128M ext4
+# disk: 256M
+# timeout: 900
+
+F=/sys/kernel/mm/gcma/dmem/file
+S=/sys/kernel/mm/gcma/dmem/swap
+G=/sys/kernel/mm/gcma/gcma0
+C=/sys/kernel/debug/cma/gcma0
+CG=/sys/fs/cgroup
+# Knobs (kernel command line, through run.py --append):
+# dmem_torture.seconds=N  seconds of each of the two phases (before and
+#                         after the remount; default 20)
+# dmem_torture.cma=0      no allocation loop (no discards)
+# dmem_torture.fsx=ARGS   more dmem_fsx options, e.g. -P: the race's reader
+#                         does not page out
+# Each dmem_fsx watches verify_mismatches and prints its last operations
+# when the counter moves, to find the operation that read a stale copy.
+T=$(cmdline_arg dmem_torture.seconds)
+T=${T:-20}
+
+check verify_mode_built expect_exists $F/verify_mismatches
+echo 0 > /sys/block/vdc/queue/rotational
+mkswap /dev/vdc >/dev/null
+check swapon swapon /dev/vdc
+mkdir -p /mnt/ext2 /mnt/ext4
+check ext2_mounted mount -t ext2 /dev/vda /mnt/ext2
+check ext4_mounted mount -t ext4 /dev/vdb /mnt/ext4
+mkdir -p $CG && mount -t cgroup2 none $CG
+echo +memory > $CG/cgroup.subtree_control
+for i in 0 1 2 3 anon; do
+	mkdir -p $CG/t$i
+	echo 6M > $CG/t$i/memory.max
+done
+echo 24M > $CG/tanon/memory.max
+in_cgroup() {
+	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
+}
+
+# Discards: the whole area, half of it, a quarter, allocated and freed
+# through CMA's debugfs files until told to stop.
+cma_loop() {
+	n=0 fail=0
+	# dmem_torture.cma=0: no allocations (to tell DMEM's own races apart).
+	[ "$(cmdline_arg dmem_torture.cma)" = 0 ] && touch /tmp/stop
+	while [ ! -e /tmp/stop ]; do
+		for size in 8192 4096 2048; do
+			if echo $size > $C/alloc; then
+				echo $size > $C/free
+			else
+				fail=$((fail + 1))
+			fi
+			n=$((n + 1))
+		done
+	done
+	echo "$n $fail" > /tmp/cma_loop.out
+}
+# Reclaim from outside the fsx processes, on top of their own limits.
+reclaim_loop() {
+	while [ ! -e /tmp/stop ]; do
+		for i in 0 1 2 3; do
+			echo 2M > $CG/t$i/memory.reclaim 2>/dev/null
+		done
+		sleep 1
+	done
+}
+
+# phase NAME [-i]: four fsx processes, two per file system, each in its
+# own cgroup, for $T seconds; every one must exit 0.
+phase() {
+	name=$1
+	shift
+	pids=""
+	for i in 0 1 2 3; do
+		fs=ext2
+		[ $((i % 2)) = 1 ] && fs=ext4
+		in_cgroup $CG/t$i dmem_fsx -s $((i + 1))$((${#name} * 7)) -t "$T" -p 256 \
+			-m /tmp/f$i.model -V $F/verify_mismatches $(cmdline_arg dmem_torture.fsx) "$@" /mnt/$fs/f$i \
+			> /tmp/fsx$i.out 2>&1 &
+		pids="$pids $!"
+	done
+	i=0
+	for p in $pids; do
+		check ${name}_fsx$i wait "$p"
+		cat /tmp/fsx$i.out
+		i=$((i + 1))
+	done
+}
+
+rm -f /tmp/stop
+stores=$(read_counter $F/stores)
+loads=$(read_counter $F/loads)
+discards=$(( $(read_counter $F/discards) + $(read_counter $S/discards) ))
+cma_loop &
+loop=$!
+reclaim_loop &
+rloop=$!
+in_cgroup $CG/tanon memhog -a 48 -t $((2 * T + 10)) > /tmp/hog.out 2>&1 &
+hog=$!
+
+phase first
+# Remount: the files must read back as their models say, from the disk.
+umount /mnt/ext2 && umount /mnt/ext4
+check remount_dropped_file_entries expect_eq "$(read_counter $F/stored_pages)" 0
+mount -t ext2 /dev/vda /mnt/ext2
+mount -t ext4 /dev/vdb /mnt/ext4
+for i in 0 1 2 3; do
+	fs=ext2
+	[ $((i % 2)) = 1 ] && fs=ext4
+	check remount_f$i cmp /mnt/$fs/f$i /tmp/f$i.model
+done
+phase second -i
+
+check every_anon_byte wait $hog
+tail -n 1 /tmp/hog.out
+touch /tmp/stop
+wait $loop $rloop
+read -r allocs fails < /tmp/cma_loop.out
+log "cma loop: $allocs allocations, $fails failed"
+check allocations_ran expect_gt "$allocs" 0
+check no_alloc_failure expect_eq "$fails" 0
+check file_stored expect_gt "$(read_counter $F/stores)" "$stores"
+check file_hits expect_gt "$(read_counter $F/loads)" "$loads"
+check discarded expect_gt "$(( $(read_counter $F/discards) + $(read_counter $S/discards) ))" "$discards"
+check file_verified expect_gt "$(read_counter $F/verified)" 0
+check file_no_mismatch expect_eq "$(read_counter $F/verify_mismatches)" 0
+check swap_no_mismatch expect_eq "$(read_counter $S/verify_mismatches)" 0
+for c in F S; do
+	eval d=\$$c
+	log "$(basename $d): $(for k in stores loads misses invalidations discards verified verify_mismatches verify_skipped; do printf '%s=%s ' $k "$(read_counter $d/$k)"; done)"
+done
+swapoff /dev/vdc
+check no_splat no_splat

@@ -1,0 +1,522 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * dmem_coherence - regression tests for paths that could leave an old copy
+ * of a file page in GCMA's DMEM, each built so that the old copy, if DMEM
+ * kept it, is what the final read returns.
+ *
+ *   dmem_coherence dio -w CGROUP DIR
+ *	An O_DIRECT write (V1 to V2) held in flight by CGROUP's io.max while
+ *	this process reads the last page (V1, from the disk) and pages it out
+ *	(MADV_PAGEOUT: DMEM stores V1).  When the write has completed the page
+ *	must not be cached (mincore()) and every byte read must be V2.
+ *	The caller puts a write limit on CGROUP; the writer joins it.
+ *
+ *   dmem_coherence setversion DIR
+ *	The file's pages are stored by DMEM under one inode generation, the
+ *	generation is changed (FS_IOC_SETVERSION), the file rewritten and
+ *	stored again, and the generation set back: every read must return the
+ *	rewritten bytes.  Exits 77 if the file system refuses SETVERSION.
+ *
+ *   dmem_coherence hwpoison DIR
+ *	A page is stored by DMEM (V1), then partly rewritten through a folio
+ *	that write_begin reads from the disk (not through DMEM), written back,
+ *	and removed from the page cache by memory failure (MADV_HWPOISON, as
+ *	a machine check on a clean page would).  The next read must return
+ *	the rewritten bytes.
+ *
+ *   dmem_coherence rt CMADIR DIR SECONDS
+ *	A copier (normal priority) pages a file out and reads it back, so
+ *	DMEM copies pages in and out without pause, while an allocator at
+ *	SCHED_FIFO on the same CPU wakes every 500 us and allocates and frees
+ *	the whole area through CMADIR's debugfs files (alloc, free): each
+ *	allocation discards the lent pages and must wait for a copy it
+ *	interrupted, which only a waiter that sleeps lets finish.  Every byte
+ *	the copier reads is checked.  The caller turns RT throttling and
+ *	CPU 0's fair server off, so that nothing else lets the copier run;
+ *	a waiter that only polls then never returns.
+ *
+ * DMEM's counters are read from /sys/kernel/mm/gcma/dmem/file/.  Every
+ * test first checks that its setup happened (the write was still in
+ * flight, the page was stored), so that it cannot pass without having
+ * exercised the path.  Prints one "# ..." line per step.  Exit status: 0
+ * every byte right, 1 a wrong byte or a failed setup (details on stderr),
+ * 2 usage error, 77 not supported here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096UL
+#define DMEM "/sys/kernel/mm/gcma/dmem/file/"
+
+static const char *prog = "dmem_coherence";
+
+static void die(const char *what)
+{
+	fprintf(stderr, "%s: %s: %s\n", prog, what, strerror(errno));
+	exit(1);
+}
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "%s: FAIL: %s\n", prog, what);
+	exit(1);
+}
+
+/* The byte version @ver of a file has at offset @off. */
+static unsigned char pattern(unsigned int ver, size_t off)
+{
+	uint64_t w = ((uint64_t)ver << 40) ^ ((off / 8) * 0x9e3779b97f4a7c15ULL);
+
+	return (unsigned char)(w >> (8 * (off % 8)));
+}
+
+static void fill(unsigned char *buf, size_t off, size_t len, unsigned int ver)
+{
+	for (size_t i = 0; i < len; i++)
+		buf[i] = pattern(ver, off + i);
+}
+
+static unsigned long counter(const char *name)
+{
+	char path[256], buf[64];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), DMEM "%s", name);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		die(path);
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		die(path);
+	close(fd);
+	buf[n] = 0;
+	return strtoul(buf, NULL, 10);
+}
+
+static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
+	if (pwrite(fd, buf, len, off) != (ssize_t)len)
+		die("pwrite");
+}
+
+/* Writes version @ver of @len bytes to @path (created) and syncs it. */
+static int make_file(const char *path, size_t len, unsigned int ver)
+{
+	unsigned char *buf = malloc(len);
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || !buf)
+		die(path);
+	fill(buf, 0, len, ver);
+	pwrite_all(fd, buf, len, 0);
+	if (fsync(fd))
+		die("fsync");
+	free(buf);
+	return fd;
+}
+
+/*
+ * Compares @len bytes of @fd at @off, read through the page cache, with
+ * @want; reports the first wrong byte and counts wrong ones.
+ */
+static unsigned long check_read(int fd, off_t off, const unsigned char *want,
+				size_t len, const char *what)
+{
+	unsigned char *buf = malloc(len);
+	unsigned long wrong = 0;
+	size_t first = 0;
+
+	if (!buf)
+		die("malloc");
+	if (pread(fd, buf, len, off) != (ssize_t)len)
+		die("pread");
+	for (size_t i = 0; i < len; i++) {
+		if (buf[i] != want[i] && !wrong++)
+			first = i;
+	}
+	if (wrong)
+		fprintf(stderr, "%s: %s: %lu wrong bytes of %zu, first at offset %jd: 0x%02x, expected 0x%02x\n",
+			prog, what, wrong, len, (intmax_t)(off + first),
+			buf[first], want[first]);
+	free(buf);
+	return wrong;
+}
+
+/* Pages out @npages pages of @fd from page @first; returns the stores. */
+static unsigned long page_out(int fd, size_t first, size_t npages)
+{
+	unsigned long before = counter("stores");
+	volatile unsigned char sum = 0;
+	unsigned char *p;
+
+	p = mmap(NULL, npages * PAGE, PROT_READ, MAP_SHARED, fd, first * PAGE);
+	if (p == MAP_FAILED)
+		die("mmap");
+	for (size_t i = 0; i < npages; i++)
+		sum += p[i * PAGE];
+	if (madvise(p, npages * PAGE, MADV_PAGEOUT))
+		die("madvise(MADV_PAGEOUT)");
+	munmap(p, npages * PAGE);
+	return counter("stores") - before;
+}
+
+/* Pages of @fd from page @first (of @npages) in the page cache. */
+static size_t cached(int fd, size_t first, size_t npages)
+{
+	unsigned char vec[64];
+	size_t n = 0;
+	void *p;
+
+	if (npages > sizeof(vec))
+		npages = sizeof(vec);
+	p = mmap(NULL, npages * PAGE, PROT_READ, MAP_SHARED, fd, first * PAGE);
+	if (p == MAP_FAILED)
+		die("mmap");
+	if (mincore(p, npages * PAGE, vec))
+		die("mincore");
+	munmap(p, npages * PAGE);
+	for (size_t i = 0; i < npages; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+static void join_cgroup(const char *cg)
+{
+	char path[512], pid[32];
+	int fd, n;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", cg);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		die(path);
+	n = snprintf(pid, sizeof(pid), "%d\n", getpid());
+	if (write(fd, pid, n) != n)
+		die(path);
+	close(fd);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Pages in the O_DIRECT write of test "dio". */
+#define DIO_PAGES 32
+
+static int test_dio(const char *dir, const char *cg)
+{
+	size_t len = DIO_PAGES * PAGE, last = DIO_PAGES - 1;
+	unsigned char *v1 = malloc(PAGE), *v2;
+	unsigned long stores;
+	char path[512];
+	int sync_pipe[2], status, fd;
+	double t0;
+	pid_t child;
+
+	snprintf(path, sizeof(path), "%s/dio", dir);
+	fd = make_file(path, len, 1);
+	/* Start with nothing cached: the read below goes to the disk. */
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		die("fadvise");
+	if (pipe(sync_pipe))
+		die("pipe");
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (!child) {
+		unsigned char *buf;
+		int dfd;
+
+		join_cgroup(cg);
+		dfd = open(path, O_WRONLY | O_DIRECT);
+		if (dfd < 0 || posix_memalign((void **)&buf, PAGE, len))
+			die("O_DIRECT open");
+		fill(buf, 0, len, 2);
+		if (write(sync_pipe[1], "w", 1) != 1)
+			die("pipe");
+		if (pwrite(dfd, buf, len, 0) != (ssize_t)len)
+			die("O_DIRECT pwrite");
+		_exit(0);
+	}
+	close(sync_pipe[1]);
+	if (read(sync_pipe[0], path, 1) != 1)
+		fail("the writer died before writing");
+	t0 = now();
+	/* Give the write time to be submitted and queued by the throttle. */
+	usleep(300 * 1000);
+
+	/* The disk still has V1: a buffered read caches it... */
+	fill(v1, last * PAGE, PAGE, 1);
+	if (check_read(fd, last * PAGE, v1, PAGE, "read during the write"))
+		fail("the page read during the write is not V1: the write was not held in flight");
+	/* ...and reclaim hands it to DMEM. */
+	stores = page_out(fd, last, 1);
+	printf("# dio: V1 read and paged out %.2f s into the write: %lu stores\n",
+	       now() - t0, stores);
+	if (!stores)
+		fail("DMEM stored nothing on MADV_PAGEOUT");
+	if (waitpid(child, &status, WNOHANG) != 0)
+		fail("the write completed before the page was paged out: not held in flight");
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fail("the O_DIRECT writer failed");
+	printf("# dio: write completed after %.2f s\n", now() - t0);
+
+	if (cached(fd, last, 1))
+		fail("the page is cached after the write: the test would not read through DMEM");
+	v2 = malloc(len);
+	if (!v2)
+		die("malloc");
+	fill(v2, 0, len, 2);
+	if (check_read(fd, last * PAGE, v2 + last * PAGE, PAGE, "read after the write") ||
+	    check_read(fd, 0, v2, len, "whole file after the write"))
+		fail("a read after the O_DIRECT write returned old bytes");
+	printf("# dio: every byte is V2\n");
+	close(fd);
+	return 0;
+}
+
+#define VER_PAGES 4
+
+static int test_setversion(const char *dir)
+{
+	size_t len = VER_PAGES * PAGE;
+	unsigned char *want = malloc(len);
+	unsigned long stores;
+	long gen, other;
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/version", dir);
+	fd = make_file(path, len, 1);
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen))
+		die("FS_IOC_GETVERSION");
+	other = gen + 1;
+	if (ioctl(fd, FS_IOC_SETVERSION, &other)) {
+		if (errno == ENOTTY || errno == EOPNOTSUPP) {
+			printf("# setversion: refused by the file system (%s)\n",
+			       strerror(errno));
+			return 77;
+		}
+		die("FS_IOC_SETVERSION");
+	}
+	/* Restore the first generation before storing, then swap again. */
+	if (ioctl(fd, FS_IOC_SETVERSION, &gen))
+		die("FS_IOC_SETVERSION");
+
+	/* V1 stored under generation gen. */
+	stores = page_out(fd, 0, VER_PAGES);
+	if (!stores || cached(fd, 0, VER_PAGES))
+		fail("V1 not stored by DMEM");
+	if (ioctl(fd, FS_IOC_SETVERSION, &other))
+		die("FS_IOC_SETVERSION");
+	/* Read (V1), rewritten (V2), stored again under the other generation. */
+	fill(want, 0, len, 1);
+	if (check_read(fd, 0, want, len, "V1 under the second generation"))
+		fail("V1 read back wrong");
+	fill(want, 0, len, 2);
+	pwrite_all(fd, want, len, 0);
+	if (fsync(fd))
+		die("fsync");
+	stores = page_out(fd, 0, VER_PAGES);
+	if (!stores || cached(fd, 0, VER_PAGES))
+		fail("V2 not stored by DMEM");
+	/* Back to the first generation: V2 it must be. */
+	if (ioctl(fd, FS_IOC_SETVERSION, &gen))
+		die("FS_IOC_SETVERSION");
+	printf("# setversion: V1 stored under generation %ld, V2 under %ld; reading under %ld\n",
+	       gen, other, gen);
+	if (check_read(fd, 0, want, len, "after setting the generation back"))
+		fail("an old copy came back with the old generation");
+	printf("# setversion: every byte is V2\n");
+	close(fd);
+	return 0;
+}
+
+static int test_hwpoison(const char *dir)
+{
+	size_t len = 4 * PAGE, page = 1, part = 100;
+	unsigned char *want = malloc(len);
+	volatile unsigned char sum;
+	unsigned char *p;
+	char path[512];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/poison", dir);
+	fd = make_file(path, len, 1);
+	fill(want, 0, len, 1);
+	if (!page_out(fd, page, 1) || cached(fd, page, 1))
+		fail("V1 not stored by DMEM");
+	/*
+	 * A partial write: write_begin reads the rest of the page from the
+	 * disk through buffer heads, not through the read path that asks
+	 * DMEM, so DMEM's copy of V1 stays while the folio holds V2.
+	 */
+	fill(want + page * PAGE, page * PAGE, part, 2);
+	pwrite_all(fd, want + page * PAGE, part, page * PAGE);
+	if (fsync(fd))
+		die("fsync");
+	p = mmap(NULL, PAGE, PROT_READ, MAP_SHARED, fd, page * PAGE);
+	if (p == MAP_FAILED)
+		die("mmap");
+	sum = p[0];
+	(void)sum;
+	/* Memory failure takes the clean folio out of the page cache. */
+	if (madvise(p, PAGE, MADV_HWPOISON)) {
+		if (errno == EINVAL || errno == EPERM) {
+			printf("# hwpoison: MADV_HWPOISON refused (%s)\n", strerror(errno));
+			return 77;
+		}
+		die("madvise(MADV_HWPOISON)");
+	}
+	munmap(p, PAGE);
+	if (cached(fd, page, 1))
+		fail("the poisoned page is still cached");
+	printf("# hwpoison: page %zu partly rewritten and removed by memory failure\n", page);
+	if (check_read(fd, 0, want, len, "after the memory failure"))
+		fail("an old copy came back after the memory-failure removal");
+	printf("# hwpoison: every byte right\n");
+	close(fd);
+	return 0;
+}
+
+static void bind_cpu0(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+}
+
+static void write_str(int fd, const char *s, const char *what)
+{
+	/* CMA's debugfs files are not seekable: no pwrite(). */
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		die(what);
+}
+
+#define RT_PAGES 1024
+
+static int test_rt(const char *cmadir, const char *dir, int seconds)
+{
+	size_t len = RT_PAGES * PAGE;
+	unsigned long rounds = 0, allocs = 0;
+	unsigned long area_pages;
+	double worst = 0, t1;
+	struct sched_param sp = { .sched_priority = 1 };
+	char path[512], buf[64];
+	unsigned char *want;
+	int fd, afd, ffd, status;
+	double end;
+	pid_t child;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/count", cmadir);
+	f = fopen(path, "r");
+	if (!f || fscanf(f, "%lu", &area_pages) != 1)
+		die(path);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/rt", dir);
+	fd = make_file(path, len, 3);
+	want = malloc(len);
+	if (!want)
+		die("malloc");
+	fill(want, 0, len, 3);
+	bind_cpu0();
+	end = now() + seconds;
+	child = fork();
+	if (child < 0)
+		die("fork");
+	if (!child) {
+		/* The copier: stores on page-out, loads on read. */
+		while (now() < end) {
+			page_out(fd, 0, RT_PAGES);
+			if (check_read(fd, 0, want, len, "copier read"))
+				_exit(1);
+			rounds++;
+		}
+		printf("# rt: copier: %lu rounds of %d pages, every byte right\n",
+		       rounds, RT_PAGES);
+		_exit(0);
+	}
+	snprintf(path, sizeof(path), "%s/alloc", cmadir);
+	afd = open(path, O_WRONLY);
+	snprintf(path, sizeof(path), "%s/free", cmadir);
+	ffd = open(path, O_WRONLY);
+	if (afd < 0 || ffd < 0)
+		die("CMA debugfs alloc/free");
+	if (sched_setscheduler(0, SCHED_FIFO, &sp))
+		die("sched_setscheduler(SCHED_FIFO)");
+	snprintf(buf, sizeof(buf), "%lu", area_pages);
+	while (now() < end) {
+		usleep(500);
+		t1 = now();
+		write_str(afd, buf, "CMA alloc of the whole area");
+		t1 = now() - t1;
+		if (t1 > worst)
+			worst = t1;
+		write_str(ffd, buf, "CMA free");
+		allocs++;
+	}
+	sp.sched_priority = 0;
+	sched_setscheduler(0, SCHED_OTHER, &sp);
+	printf("# rt: allocator (SCHED_FIFO): %lu allocations of %lu pages, the slowest %.1f ms\n",
+	       allocs, area_pages, worst * 1e3);
+	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fail("the copier read wrong bytes or failed");
+	close(fd);
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: %s dio -w CGROUP DIR | setversion DIR | hwpoison DIR | rt CMADIR DIR SECONDS\n",
+		prog);
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc < 3)
+		usage();
+	if (!strcmp(argv[1], "dio")) {
+		if (argc != 5 || strcmp(argv[2], "-w"))
+			usage();
+		return test_dio(argv[4], argv[3]);
+	}
+	if (!strcmp(argv[1], "rt")) {
+		if (argc != 5 || atoi(argv[4]) <= 0)
+			usage();
+		return test_rt(argv[2], argv[3], atoi(argv[4]));
+	}
+	if (argc != 3)
+		usage();
+	if (!strcmp(argv[1], "setversion"))
+		return test_setversion(argv[2]);
+	if (!strcmp(argv[1], "hwpoison"))
+		return test_hwpoison(argv[2]);
+	usage();
+	return 2;
+}
