@@ -360,6 +360,30 @@ gcma_area_range() {
 	echo "$((base))-$((base + pages))"
 }
 
+# cma_loop DIR SIZE...: allocates and frees SIZE pages, each size in turn,
+# through CMA's debugfs files in DIR (/sys/kernel/debug/cma/<area>) until
+# /tmp/stop exists; then writes "ALLOCATIONS FAILURES" to /tmp/cma_loop.out.
+# Run it in the background; a GCMA area allocated this way discards the
+# pages it lent to DMEM.
+cma_loop() {
+	local dir n fail size
+	dir=$1
+	shift
+	n=0
+	fail=0
+	while [ ! -e /tmp/stop ]; do
+		for size in "$@"; do
+			if echo "$size" > "$dir/alloc"; then
+				echo "$size" > "$dir/free"
+			else
+				fail=$((fail + 1))
+			fi
+			n=$((n + 1))
+		done
+	done
+	echo "$n $fail" > /tmp/cma_loop.out
+}
+
 # kv KEY LINE...: the value of KEY=VALUE in a line of key=value words.
 kv() {
 	local key

@@ -26,25 +26,12 @@ in_cgroup() {
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
 }
 
-# The allocator loop: half the area (4096 of 8192 pages), then a quarter,
-# allocated and freed through CMA's debugfs files until told to stop.  The
-# area holds nothing else, so every request fits and none may fail.
-cma_loop() {
-	n=0 fail=0
-	while [ ! -e /tmp/stop ]; do
-		for size in 4096 2048; do
-			if echo $size > $C/alloc; then
-				echo $size > $C/free
-			else
-				fail=$((fail + 1))
-			fi
-			n=$((n + 1))
-		done
-	done
-	echo "$n $fail" > /tmp/cma_loop.out
-}
+# The allocator loop (lib.sh): half the area (4096 of 8192 pages), then a
+# quarter, allocated and freed through CMA's debugfs files until told to
+# stop.  The area holds nothing else, so every request fits and none may
+# fail.
 discarded=$(read_counter $G/discarded_pages)
-cma_loop &
+cma_loop $C 4096 2048 &
 loop=$!
 in_cgroup $CG/anon memhog -a 48 -n 2 > /tmp/hog.out 2>&1 &
 hog=$!

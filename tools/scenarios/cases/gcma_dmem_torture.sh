@@ -42,24 +42,6 @@ in_cgroup() {
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
 }
 
-# Discards: the whole area, half of it, a quarter, allocated and freed
-# through CMA's debugfs files until told to stop.
-cma_loop() {
-	n=0 fail=0
-	# dmem_torture.cma=0: no allocations (to tell DMEM's own races apart).
-	[ "$(cmdline_arg dmem_torture.cma)" = 0 ] && touch /tmp/stop
-	while [ ! -e /tmp/stop ]; do
-		for size in 8192 4096 2048; do
-			if echo $size > $C/alloc; then
-				echo $size > $C/free
-			else
-				fail=$((fail + 1))
-			fi
-			n=$((n + 1))
-		done
-	done
-	echo "$n $fail" > /tmp/cma_loop.out
-}
 # Reclaim from outside the fsx processes, on top of their own limits.
 reclaim_loop() {
 	while [ ! -e /tmp/stop ]; do
@@ -96,7 +78,15 @@ rm -f /tmp/stop
 stores=$(read_counter $F/stores)
 loads=$(read_counter $F/loads)
 discards=$(( $(read_counter $F/discards) + $(read_counter $S/discards) ))
-cma_loop &
+# Discards: the whole area, half of it, a quarter, allocated and freed
+# through CMA's debugfs files (lib.sh's cma_loop) until told to stop;
+# dmem_torture.cma=0 leaves them out (to tell DMEM's own races apart).
+if [ "$(cmdline_arg dmem_torture.cma)" = 0 ]; then
+	echo "0 0" > /tmp/cma_loop.out
+	sleep 1 &
+else
+	cma_loop $C 8192 4096 2048 &
+fi
 loop=$!
 reclaim_loop &
 rloop=$!

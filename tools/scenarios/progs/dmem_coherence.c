@@ -59,6 +59,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pattern.h"
+
 #define PAGE 4096UL
 #define DMEM "/sys/kernel/mm/gcma/dmem/file/"
 
@@ -74,20 +76,6 @@ static void fail(const char *what)
 {
 	fprintf(stderr, "%s: FAIL: %s\n", prog, what);
 	exit(1);
-}
-
-/* The byte version @ver of a file has at offset @off. */
-static unsigned char pattern(unsigned int ver, size_t off)
-{
-	uint64_t w = ((uint64_t)ver << 40) ^ ((off / 8) * 0x9e3779b97f4a7c15ULL);
-
-	return (unsigned char)(w >> (8 * (off % 8)));
-}
-
-static void fill(unsigned char *buf, size_t off, size_t len, unsigned int ver)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pattern(ver, off + i);
 }
 
 static unsigned long counter(const char *name)

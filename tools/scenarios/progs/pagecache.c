@@ -36,6 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "pattern.h"
+
 #define PAGE 4096UL
 #define MIB (1024UL * 1024UL)
 
@@ -56,20 +58,6 @@ static void die(const char *what)
 {
 	fprintf(stderr, "pagecache: %s: %s\n", what, strerror(errno));
 	exit(1);
-}
-
-/* The byte a write of version @ver puts at file offset @off. */
-static unsigned char pattern(unsigned int ver, size_t off)
-{
-	uint64_t w = ((uint64_t)ver << 40) ^ ((off / 8) * 0x9e3779b97f4a7c15ULL);
-
-	return (unsigned char)(w >> (8 * (off % 8)));
-}
-
-static void fill(unsigned char *buf, size_t off, size_t len, unsigned int ver)
-{
-	for (size_t i = 0; i < len; i++)
-		buf[i] = pattern(ver, off + i);
 }
 
 /* Grow the model to @size bytes, zero-filled (a sparse extension). */
