@@ -394,10 +394,11 @@ fn concurrent_lookups_never_miss() -> Result {
     for k in (0..STRESS_SLOTS).step_by(2) {
         s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
     }
-    let readers = spawn_workers(STRESS_READERS, |i| {
+    let workers = spawn_workers(STRESS_READERS, |i| {
         let r = s.clone();
         move || stress_reader(r, 0x1234_0000 + i as u64)
     });
+    let readers = workers.started();
     let before = s.tree.stats();
     let start = Ktime::ktime_get();
     let updates = stress_writer(&s);

@@ -356,7 +356,7 @@ fn dmem_concurrent() -> Result {
         },
         GFP_KERNEL,
     )?;
-    let started = spawn_workers(COPIERS + 1, |i| {
+    let workers = spawn_workers(COPIERS + 1, |i| {
         let s = s.clone();
         move || {
             let r = if i == COPIERS {
@@ -370,6 +370,7 @@ fn dmem_concurrent() -> Result {
             s.done.fetch_add(1, Ordering::AcqRel);
         }
     });
+    let started = workers.started();
     kunit_expect_eq!(started, COPIERS + 1);
     while s.done.load(Ordering::Acquire) < started {
         delay::msleep(5);

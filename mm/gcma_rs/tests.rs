@@ -406,10 +406,11 @@ mod registry {
             }),
             GFP_KERNEL,
         )?;
-        let started = spawn_workers(WORKERS, |i| {
+        let workers = spawn_workers(WORKERS, |i| {
             let w = s.clone();
             move || worker(w, 0x5eed_0000 + i as u64)
         });
+        let started = workers.started();
         worker(s.clone(), 0x5eed_ffff);
         {
             let mut done = s.done.lock();

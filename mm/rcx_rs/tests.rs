@@ -550,7 +550,7 @@ fn aborting_txn_falls_back() -> Result {
     let l = Arc::new(RcxList::<u64>::with_rcx(rcx)?, GFP_KERNEL)?;
     let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
     let (lw, dw) = (l.clone(), done.clone());
-    let started = spawn_workers(1, move |_| {
+    let guard = spawn_workers(1, move |_| {
         let (l, done) = (lw.clone(), dw.clone());
         move || {
             for k in 0..ABORT_INSERTS {
@@ -566,6 +566,7 @@ fn aborting_txn_falls_back() -> Result {
             done.fetch_add(1000, Ordering::Release);
         }
     });
+    let started = guard.started();
     kunit_expect_eq!(started, 1);
     // Seconds are plenty: the updates take microseconds each.
     for _ in 0..500 {
@@ -692,10 +693,11 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
         },
         GFP_KERNEL,
     )?;
-    let workers = spawn_workers(STRESS_WORKERS, |i| {
+    let guard = spawn_workers(STRESS_WORKERS, |i| {
         let w = st.clone();
         move || stress_worker(w, 0x5eed_0000 + i as u64)
     });
+    let workers = guard.started();
     while st.done.load(Ordering::Acquire) < workers {
         delay::msleep(10);
     }
@@ -778,7 +780,7 @@ fn contended_attempt_takes_phase1() -> Result {
     // 3: it gave up waiting and released it.
     let state = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
     let (bw, sw) = (b.clone(), state.clone());
-    let started = spawn_workers(1, move |_| {
+    let guard = spawn_workers(1, move |_| {
         let (b, state) = (bw.clone(), sw.clone());
         move || {
             let hr = Header::as_ref(&b);
@@ -798,6 +800,7 @@ fn contended_attempt_takes_phase1() -> Result {
             state.store(if seen { 2 } else { 3 }, Ordering::Release);
         }
     });
+    let started = guard.started();
     kunit_expect_eq!(started, 1);
     if started != 1 {
         return Err(ENOMEM);

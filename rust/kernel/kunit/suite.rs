@@ -16,8 +16,12 @@
 //!
 //! C header: [`include/kunit/test.h`](srctree/include/kunit/test.h)
 
-use crate::{bindings, error::Result, str::CStr};
-use core::{ffi::c_void, fmt};
+use crate::{alloc::flags::GFP_KERNEL, bindings, error::Result, str::CStr, sync::Arc};
+use core::{
+    ffi::c_void,
+    fmt,
+    sync::atomic::{AtomicUsize, Ordering},
+};
 
 /// A small deterministic generator (xorshift64*) for tests: a failing
 /// sequence reproduces from its seed.  Not for anything but tests.
@@ -65,14 +69,19 @@ impl TestRng {
 
 /// Starts `n` concurrent workers for a test on the `system_unbound`
 /// workqueue, worker `i` running the closure `make(i)` returns, and returns
-/// how many could be started (spawning allocates, so some may not).
+/// them as [`Workers`]: [`Workers::started`] says how many could be started
+/// (spawning allocates, so some may not), and dropping the value waits
+/// until every started worker has returned.
 ///
 /// A worker runs on behalf of the test that started it: a failed
 /// [`kunit_expect!`](crate::kunit_expect) in the worker (or a KASAN report
 /// KUnit attributes to the current test) fails that test, as it would in the
-/// test's own thread.  The test must therefore wait for all its workers
-/// before it returns, typically on a counter the closures share, and should
-/// check that all `n` started.
+/// test's own thread.  So no worker may outlive the test: the [`Workers`]
+/// guard joins them when it goes out of scope, an early return with `?`
+/// included.  A test whose workers wait for something the test thread does
+/// must do that before the guard is dropped, or the join waits for ever
+/// (which the hung-task detector then reports).  Tests should check that all
+/// `n` started.
 ///
 /// # Examples
 ///
@@ -81,16 +90,16 @@ impl TestRng {
 /// use kernel::{kunit::suite::spawn_workers, sync::Arc};
 ///
 /// let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
-/// let started = spawn_workers(3, |_| {
+/// let workers = spawn_workers(3, |_| {
 ///     let done = done.clone();
 ///     move || {
 ///         done.fetch_add(1, Ordering::AcqRel);
 ///     }
 /// });
-/// assert_eq!(started, 3);
-/// while done.load(Ordering::Acquire) < started {
-///     kernel::delay::msleep(1);
-/// }
+/// assert_eq!(workers.started(), 3);
+/// // Dropping the guard waits for the three workers.
+/// drop(workers);
+/// assert_eq!(done.load(Ordering::Acquire), 3);
 /// # Ok::<(), Error>(())
 /// ```
 ///
@@ -104,34 +113,85 @@ impl TestRng {
 ///
 /// let done = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
 /// let failed = records_failure(|| {
-///     let started = spawn_workers(1, |_| {
+///     let _workers = spawn_workers(1, |_| {
 ///         let done = done.clone();
 ///         move || {
 ///             kunit_expect!(done.load(Ordering::Relaxed), "worker failure on purpose");
 ///             done.store(true, Ordering::Release);
 ///         }
 ///     });
-///     while started == 1 && !done.load(Ordering::Acquire) {
-///         kernel::delay::msleep(1);
-///     }
+///     // `_workers` is dropped here: the worker has returned.
 /// });
 /// assert!(done.load(Ordering::Acquire)); // the worker ran
 /// assert!(failed); // and its failed expectation was counted
 /// # Ok::<(), Error>(())
 /// ```
-pub fn spawn_workers<F>(n: usize, mut make: impl FnMut(usize) -> F) -> usize
+pub fn spawn_workers<F>(n: usize, mut make: impl FnMut(usize) -> F) -> Workers
 where
     F: FnOnce() + Send + 'static,
 {
     let test = TestRef::current();
-    (0..n)
+    let Ok(left) = Arc::new(AtomicUsize::new(0), GFP_KERNEL) else {
+        return Workers {
+            started: 0,
+            left: None,
+        };
+    };
+    let started = (0..n)
         .filter(|&i| {
             let work = make(i);
-            crate::workqueue::system_unbound()
-                .try_spawn(crate::alloc::flags::GFP_KERNEL, move || test.run_as(work))
-                .is_ok()
+            let mine = left.clone();
+            // Counted before it can run, so that a join never misses it.
+            left.fetch_add(1, Ordering::AcqRel);
+            let spawned = crate::workqueue::system_unbound()
+                .try_spawn(GFP_KERNEL, move || {
+                    test.run_as(work);
+                    mine.fetch_sub(1, Ordering::AcqRel);
+                })
+                .is_ok();
+            if !spawned {
+                left.fetch_sub(1, Ordering::AcqRel);
+            }
+            spawned
         })
-        .count()
+        .count();
+    Workers {
+        started,
+        left: Some(left),
+    }
+}
+
+/// The workers [`spawn_workers`] started.
+///
+/// # Invariants
+///
+/// `left`, if any, counts the started workers that have not returned yet.
+#[must_use = "dropping the workers waits for them at once"]
+pub struct Workers {
+    started: usize,
+    left: Option<Arc<AtomicUsize>>,
+}
+
+impl Workers {
+    /// How many workers were started.
+    pub fn started(&self) -> usize {
+        self.started
+    }
+
+    /// Waits until every started worker has returned.
+    pub fn join(self) {}
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        if let Some(left) = &self.left {
+            // Test code in process context: poll, as the workers' runs
+            // are long next to a millisecond.
+            while left.load(Ordering::Acquire) != 0 {
+                crate::delay::msleep(1);
+            }
+        }
+    }
 }
 
 /// The KUnit test the current task runs (or NULL), carried to a worker.
@@ -140,7 +200,8 @@ struct TestRef(*mut bindings::kunit);
 
 // SAFETY: the pointer is only handed back to KUnit, whose failure path may be
 // called from any task while the test runs (it takes the test's own locks);
-// the test waits for its workers, so it outlives them (see `spawn_workers`).
+// the `Workers` guard of the test waits for its workers, so the test outlives
+// them (see `spawn_workers`).
 unsafe impl Send for TestRef {}
 
 impl TestRef {
