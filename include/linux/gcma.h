@@ -81,6 +81,9 @@ struct gcma_area {
  * @alloc_fail: contiguous allocations that found no room
  * @discarded_pages: lent pages discarded for contiguous allocations
  * @released: contiguous releases
+ * @hwpoisoned_pages: pages found hardware-poisoned and taken out of use
+ *	for good (GCMA finds them where it takes pages: allocation, lending,
+ *	DMEM copies, the last reference of a released page)
  * @release_pending_pages: released pages still referenced elsewhere,
  *	freed when their last reference goes
  */
@@ -93,6 +96,7 @@ struct gcma_stats {
 	u64 discarded_pages;
 	u64 released;
 	u64 release_pending_pages;
+	u64 hwpoisoned_pages;
 };
 
 /*
@@ -178,6 +182,8 @@ struct kobject *gcma_sysfs_dir(void);
  * @refused_disabled: stores refused: client switched off (while off, the
  *	hooks are disabled and do not call DMEM at all)
  * @refused_large: large folios not stored
+ * @poisoned: stores refused and loads missed because the area page held
+ *	was found hardware-poisoned (the entry is dropped, the page retired)
  */
 struct gcma_dmem_stats {
 	u64 stored_pages;
@@ -194,6 +200,7 @@ struct gcma_dmem_stats {
 	u64 refused_superseded;
 	u64 refused_disabled;
 	u64 refused_large;
+	u64 poisoned;
 };
 
 /**
@@ -274,6 +281,7 @@ int gcma_rs_begin_release(const void *rs, unsigned long start,
 			  unsigned long count);
 int gcma_rs_free(const void *rs, unsigned long start, unsigned long count);
 void gcma_rs_stats(const void *rs, struct gcma_stats *st);
+int gcma_rs_retire(const void *rs, unsigned long page);
 /* Guaranteed THP (mm/gcma_rs/thp.rs). */
 int gcma_rs_thp_set_mode(unsigned int mode);
 unsigned int gcma_rs_thp_mode(void);

@@ -278,7 +278,7 @@ static bool gcma_handoff_ok(gfp_t gfp)
  */
 static bool gcma_lent_page_clean(const struct page *page)
 {
-	if (page_ref_count(page))
+	if (page_ref_count(page) || PageHWPoison(page))
 		return false;
 	if (!static_branch_unlikely(&check_pages_enabled))
 		return true;
@@ -500,13 +500,18 @@ static void gcma_put_pages(struct gcma_area *area, struct page *page,
 	for (i = 0; i < count; i++) {
 		struct page *p = nth_page(page, i);
 
-		if (put_page_testzero(p) && free_pages_prepare(p, 0))
-			continue;
-		/*
-		 * Still referenced, or found in a bad state (reported by
-		 * free_pages_prepare() and kept out of use, as the buddy
-		 * allocator does).
-		 */
+		if (put_page_testzero(p)) {
+			if (free_pages_prepare(p, 0))
+				continue;
+			/*
+			 * Hardware-poisoned, or found in a bad state (reported
+			 * by free_pages_prepare()): kept out of use, as the
+			 * buddy allocator does.
+			 */
+			if (PageHWPoison(p))
+				gcma_rs_retire(gcma_area_rs(area), start + i);
+		}
+		/* Or still referenced: freed when its last reference goes. */
 		if (i > run)
 			gcma_free_range(area, start + run, i - run);
 		run = i + 1;
@@ -723,6 +728,8 @@ static struct gcma_stat_attr gcma_stat_attrs[] = {
 	  offsetof(struct gcma_stats, discarded_pages) },
 	{ __ATTR(release_pending_pages, 0444, gcma_stat_show, NULL),
 	  offsetof(struct gcma_stats, release_pending_pages) },
+	{ __ATTR(hwpoisoned_pages, 0444, gcma_stat_show, NULL),
+	  offsetof(struct gcma_stats, hwpoisoned_pages) },
 };
 
 /* 1 for an area reserved with ":thp" (transparent huge pages only). */
@@ -742,6 +749,7 @@ static struct attribute *gcma_attrs[] = {
 	&gcma_stat_attrs[4].attr.attr,
 	&gcma_stat_attrs[5].attr.attr,
 	&gcma_stat_attrs[6].attr.attr,
+	&gcma_stat_attrs[7].attr.attr,
 	&gcma_thp_attr.attr,
 	NULL,
 };

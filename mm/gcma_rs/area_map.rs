@@ -418,6 +418,9 @@ pub(crate) struct AreaMap<S> {
     free: usize,
     /// Pages with the releasing bit set.
     releasing_pages: usize,
+    /// Pages taken out of use for good ([`AreaMap::retire`]), among the
+    /// releasing ones.
+    retired: usize,
     /// Calls of [`AreaMap::release_primary`] that freed pages, wrapping: a
     /// caller that resumes a search can tell whether pages it passed may
     /// have become free.
@@ -531,6 +534,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             pending: 0,
             free: nr_pages,
             releasing_pages: 0,
+            retired: 0,
             generation: 0,
             low: [0; HINTS],
             stale_lo: usize::MAX,
@@ -590,6 +594,11 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// [`AreaMap::begin_release`]).
     pub(crate) fn releasing(&self) -> usize {
         self.releasing_pages
+    }
+
+    /// Pages taken out of use for good (see [`AreaMap::retire`]).
+    pub(crate) fn retired(&self) -> usize {
+        self.retired
     }
 
     /// Changes each time [`AreaMap::release_primary`] frees pages.
@@ -1086,6 +1095,36 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         Ok(())
     }
 
+    /// Takes `page` out of use for good: its memory is bad (hardware
+    /// poison).  The page ends primary-owned and releasing, so no search
+    /// finds it, no secondary client borrows it and a release of it is
+    /// refused as a double release; it is counted in [`AreaMap::retired`]
+    /// and stays out of [`AreaMap::free`].
+    ///
+    /// `page` may be free (neither bit set), owned by the caller's primary
+    /// allocation that never reached its owner (claimed, not releasing), or
+    /// released but kept out of use because its memory was found bad when
+    /// its last reference went (releasing).  Errors, with the map unchanged:
+    /// `EINVAL` if `page` is out of the area, `EBUSY` if it is lent (the
+    /// secondary client returns it first).
+    pub(crate) fn retire(&mut self, page: usize) -> Result {
+        if page >= self.nr_pages {
+            return Err(EINVAL);
+        }
+        if self.is_lent(page) {
+            return Err(EBUSY);
+        }
+        if !self.is_primary(page) {
+            // Free: claimed as a one-page allocation (no page is lent).
+            self.claim(page, 1);
+        }
+        if !Self::bit(&self.releasing, page) {
+            self.begin_release(page, 1)?;
+        }
+        self.retired += 1;
+        Ok(())
+    }
+
     /// Checks the map's internal consistency: buffer lengths, no bit set
     /// past the end of the area, counters equal to the bitmaps' contents,
     /// every tree node equal to the join of its children and every bit of
@@ -1123,6 +1162,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             releasing += r.count_ones() as usize;
         }
         ok(releasing == self.releasing_pages)?;
+        ok(self.retired <= self.releasing_pages)?;
         ok(prim - past_end.count_ones() as usize == self.primary_used)?;
         ok(lent == self.secondary_lent)?;
         ok(both == self.pending)?;

@@ -412,11 +412,16 @@ pub(crate) trait PageAccess {
     /// What a load copies to.
     type Dst: ?Sized;
 
-    /// Copies `src` into area page `page`.
-    fn copy_in(&self, page: usize, src: &Self::Src);
+    /// Copies `src` into area page `page`.  Returns `false`, having copied
+    /// nothing, if `page` is bad memory (hardware-poisoned): the store
+    /// then refuses and gives the page back, and the supply keeps it out of
+    /// use.
+    fn copy_in(&self, page: usize, src: &Self::Src) -> bool;
 
-    /// Copies area page `page` into `dst`.
-    fn copy_out(&self, page: usize, dst: &mut Self::Dst);
+    /// Copies area page `page` into `dst`.  Returns `false` if `page` is
+    /// bad memory: `dst` then holds no data of the entry, which the load
+    /// drops, reporting a miss.
+    fn copy_out(&self, page: usize, dst: &mut Self::Dst) -> bool;
 }
 
 /// State of a page of the page table; see the module documentation.
@@ -517,6 +522,8 @@ pub(crate) enum Refusal {
     Discarded,
     /// The entry was invalidated or replaced while it was being filled.
     Superseded,
+    /// The page lent for the copy is bad memory (hardware-poisoned).
+    Poisoned,
 }
 
 /// Outcome of [`Dmem::store`].
@@ -557,6 +564,10 @@ pub(crate) struct Stats {
     pub(crate) refused_discarded: usize,
     /// Stores refused with [`Refusal::Superseded`].
     pub(crate) refused_superseded: usize,
+    /// Copies that found their held page bad memory (hardware-poisoned):
+    /// stores refused with [`Refusal::Poisoned`] and loads that missed and
+    /// dropped their entry.
+    pub(crate) poisoned: usize,
 }
 
 /// Event counters; relaxed atomics, as they order nothing.
@@ -574,8 +585,11 @@ struct Counters {
     discards: AtomicUsize,
     /// See [`Stats::evictions`].
     evictions: AtomicUsize,
-    /// Refused stores, indexed by [`Counters::refusal_index`].
+    /// Refused stores, indexed by [`Counters::refusal_index`] (those
+    /// refused with [`Refusal::Poisoned`] are counted in `poisoned`).
     refused: [AtomicUsize; 4],
+    /// See [`Stats::poisoned`].
+    poisoned: AtomicUsize,
 }
 
 impl Counters {
@@ -596,6 +610,8 @@ impl Counters {
             Refusal::NoSpace => 1,
             Refusal::Discarded => 2,
             Refusal::Superseded => 3,
+            // Out of `refused`: counted in `poisoned`.
+            Refusal::Poisoned => 4,
         }
     }
 }
@@ -1110,7 +1126,9 @@ impl<C: Config> Dmem<C> {
 
     /// Counts and returns a refusal.
     fn refuse(&self, r: Refusal) -> StoreOutcome {
-        if let Some(c) = self.counters.refused.get(Counters::refusal_index(r)) {
+        if r == Refusal::Poisoned {
+            Counters::add(&self.counters.poisoned, 1);
+        } else if let Some(c) = self.counters.refused.get(Counters::refusal_index(r)) {
             Counters::add(c, 1);
         }
         StoreOutcome::Refused(r)
@@ -1157,11 +1175,11 @@ impl<C: Config> Dmem<C> {
             self.forget(&vkey, vh);
         }
 
-        self.access.copy_in(h.page, src);
+        let copied = self.access.copy_in(h.page, src);
 
         let outcome = self.pages.with(|t| {
             let was = t.end_copy(h, &self.supply);
-            if was == State::Filling {
+            if was == State::Filling && copied {
                 if let Some(s) = t.links.get_mut(h.page) {
                     s.state = State::Ready;
                 }
@@ -1170,9 +1188,16 @@ impl<C: Config> Dmem<C> {
         });
         self.reap(REAP_PER_STORE);
         match outcome {
-            State::Filling => {
+            State::Filling if copied => {
                 Counters::add(&self.counters.stores, 1);
                 StoreOutcome::Stored
+            }
+            State::Filling => {
+                // Bad memory: unbound and given back (still `Filling`, so
+                // no load started on it); the supply keeps it out of use.
+                self.forget(key, h);
+                self.pages.with(|t| t.unbind_release(h, &self.supply));
+                self.refuse(Refusal::Poisoned)
             }
             State::Discarded => {
                 self.forget(key, h);
@@ -1204,9 +1229,12 @@ impl<C: Config> Dmem<C> {
             return false;
         };
 
-        self.access.copy_out(h.page, dst);
+        let copied = self.access.copy_out(h.page, dst);
 
         let (hit, dropped) = self.pages.with(|t| match t.end_copy(h, &self.supply) {
+            // Bad memory: the entry goes, and its page back to the supply,
+            // which keeps it out of use.
+            State::Ready | State::Dead if !copied => (false, t.unbind_release(h, &self.supply)),
             State::Ready => {
                 let dropped = self.exclusive_loads && t.unbind_release(h, &self.supply);
                 (true, dropped)
@@ -1219,6 +1247,9 @@ impl<C: Config> Dmem<C> {
         });
         if dropped {
             self.forget(key, h);
+        }
+        if !copied {
+            Counters::add(&self.counters.poisoned, 1);
         }
         let c = if hit {
             &self.counters.hits
@@ -1409,6 +1440,7 @@ impl<C: Config> Dmem<C> {
             refused_nospace: refused(Refusal::NoSpace),
             refused_discarded: refused(Refusal::Discarded),
             refused_superseded: refused(Refusal::Superseded),
+            poisoned: Counters::get(&c.poisoned),
         }
     }
 

@@ -200,6 +200,7 @@ where
             refused_superseded: c(s.refused_superseded),
             refused_disabled: c(self.refused_disabled.load(Ordering::Relaxed)),
             refused_large: c(self.refused_large.load(Ordering::Relaxed)),
+            poisoned: c(s.poisoned),
         }
     }
 

@@ -167,9 +167,21 @@ pub(crate) struct AreaSupply(pub(crate) Areas);
 impl PageSupply for AreaSupply {
     fn lend(&self) -> Option<usize> {
         for s in self.0 .0 {
-            let Ok(p) = s.area.map.lock().lend_secondary() else {
-                continue;
+            let p = loop {
+                let mut map = s.area.map.lock();
+                let Ok(p) = map.lend_secondary() else {
+                    break None;
+                };
+                if !s.area.page(p).is_hwpoisoned() {
+                    break Some(p);
+                }
+                // Bad memory, found free: out of use for good.  The map
+                // has one page fewer to lend each time, so this ends.
+                if map.return_secondary(p).and_then(|()| map.retire(p)).is_ok() {
+                    s.area.note_retired(p);
+                }
             };
+            let Some(p) = p else { continue };
             // The page is free in the map's eyes, so it may be poisoned and
             // unmapped: give it the allocation steps before it is copied to.
             // SAFETY: `p` is a page of the area, which is in the memory map,
@@ -185,16 +197,24 @@ impl PageSupply for AreaSupply {
             return;
         };
         let pfn = s.area.base_pfn + p;
+        // Bad memory (a copy found it so, or `memory_failure()` marked it
+        // meanwhile): the free steps refuse it, having undone the lending,
+        // and it goes out of use for good instead of back to the map.
+        let poisoned = s.area.page(p).is_hwpoisoned();
         // The free steps run before the map frees the page: once it is
         // free, an allocation may take it and run the allocation steps.
         // SAFETY: the page was lent by `lend` (allocation steps done) and
         // the store no longer touches it.
-        if !unsafe { bindings::gcma_unlend_page(pfn) } {
+        if !unsafe { bindings::gcma_unlend_page(pfn) } && !poisoned {
             pr_err!("dmem: page at pfn {:#x} in a bad state; kept lent\n", pfn);
             return;
         }
-        if s.area.map.lock().return_secondary(p).is_err() {
+        let mut map = s.area.map.lock();
+        if map.return_secondary(p).is_err() {
             pr_err!("dmem: page at pfn {:#x} was not lent\n", pfn);
+        } else if poisoned && map.retire(p).is_ok() {
+            drop(map);
+            s.area.note_retired(p);
         }
     }
 }
@@ -215,24 +235,37 @@ impl PageAccess for AreaPages {
     type Src = PageRef;
     type Dst = PageRef;
 
-    fn copy_in(&self, page: usize, src: &PageRef) {
-        let Some(p) = self.page_ptr(page) else { return };
+    fn copy_in(&self, page: usize, src: &PageRef) -> bool {
+        let Some(p) = self.page_ptr(page) else {
+            return false;
+        };
         // SAFETY: the store copies into a page it holds, lent by
         // `AreaSupply::lend` (allocation steps done, so mapped and
         // unpoisoned), bound for this copy alone: it is in `Filling` with
         // this store as its only copier, and neither read, given back nor
         // handed to an allocation until the copy ends (the `dmem` protocol).
         let dst = unsafe { PageRef::from_raw_mut(p) };
+        // Writing bad memory is no machine check, but what was written
+        // could never be read back.
+        if dst.is_hwpoisoned() {
+            return false;
+        }
         dst.copy_from_page(src);
+        true
     }
 
-    fn copy_out(&self, page: usize, dst: &mut PageRef) {
-        let Some(p) = self.page_ptr(page) else { return };
+    fn copy_out(&self, page: usize, dst: &mut PageRef) -> bool {
+        let Some(p) = self.page_ptr(page) else {
+            return false;
+        };
         // SAFETY: the store copies out of a page it holds in `Ready`, counted
         // as a copier: nobody writes it, gives it back or hands it to an
         // allocation until the copy ends (the `dmem` protocol).
         let src = unsafe { PageRef::from_raw(p) };
-        dst.copy_from_page(src);
+        // A page poisoned since it was filled is not read; one whose
+        // memory fails during the copy raises a machine check that
+        // `copy_mc_highpage()` survives where the architecture can.
+        dst.copy_from_good_page(src).is_ok()
     }
 }
 

@@ -132,6 +132,7 @@ static struct gcma_dmem_stat_attr gcma_dmem_stat_attrs[] = {
 	GCMA_DMEM_STAT(refused_superseded),
 	GCMA_DMEM_STAT(refused_disabled),
 	GCMA_DMEM_STAT(refused_large),
+	GCMA_DMEM_STAT(poisoned),
 };
 
 #ifdef CONFIG_GCMA_DMEM_VERIFY

@@ -36,6 +36,7 @@ use core::{
 use kernel::{
     bindings, delay,
     ffi::{c_int, c_uint, c_ulong, c_void},
+    mm::page_ref::{self, PageRef},
     new_spinlock,
     prelude::*,
     sync::SpinLock,
@@ -225,7 +226,29 @@ impl Area {
     /// outside the lock, as the `area_map` protocol requires, before the
     /// range is returned; with `handoff` the allocation takes them as they
     /// are (see `gcma_take_discarded()`).
+    ///
+    /// A range found to hold hardware-poisoned pages is not returned: they
+    /// are taken out of use for good ([`Area::retire_poisoned`]) and the
+    /// search starts again.
     fn alloc(&self, count: usize, align: u32, handoff: bool) -> Result<(usize, usize)> {
+        let out = loop {
+            let out = self.search(count, align)?;
+            if !self.retire_poisoned(&out) {
+                break out;
+            }
+        };
+        let handed = if out.lent > 0 {
+            self.discard(out.start, out.count, handoff)
+        } else {
+            0
+        };
+        self.alloc_success.fetch_add(1, Ordering::Relaxed);
+        Ok((out.start, handed))
+    }
+
+    /// Claims `count` free pages aligned to `1 << align` pages, as
+    /// [`Area::alloc`] describes, and returns the range.
+    fn search(&self, count: usize, align: u32) -> Result<area_map::AllocOutcome> {
         let t0 = profile::start();
         let (mut from, mut restarts) = (0, 0);
         let mut generation = self.map.lock().generation();
@@ -254,13 +277,68 @@ impl Area {
             }
         };
         profile::end(profile::Phase::Search, t0);
-        let handed = if out.lent > 0 {
-            self.discard(out.start, out.count, handoff)
-        } else {
-            0
-        };
-        self.alloc_success.fetch_add(1, Ordering::Relaxed);
-        Ok((out.start, handed))
+        Ok(out)
+    }
+
+    /// Page `page` of the area.
+    pub(crate) fn page(&self, page: usize) -> &PageRef {
+        // SAFETY: the pages of an area are in the memory map for the life
+        // of the system; a `&PageRef` is only used here to read the page's
+        // flags (its memory is read through `PageRef`s of their users).
+        unsafe { PageRef::from_raw(bindings::pfn_to_page((self.base_pfn + page) as _)) }
+    }
+
+    /// Logs that page `page` was taken out of use for good (bad memory).
+    pub(crate) fn note_retired(&self, page: usize) {
+        pr_warn!(
+            "{}: page at pfn {:#x} is hardware-poisoned: taken out of use\n",
+            self.name(),
+            self.base_pfn + page
+        );
+    }
+
+    /// Takes the hardware-poisoned pages of the freshly claimed range `out`
+    /// out of use and frees the others, having its lent pages discarded
+    /// (not handed off).  Returns `false`, changing nothing, if the range
+    /// has no poisoned page: always when no page of the system is
+    /// poisoned, which is then known without reading a `struct page`.
+    ///
+    /// A page poisoned while free has no reference and is no buddy page:
+    /// `memory_failure()` only marks it, so GCMA finds it where it takes
+    /// pages (here, and where DMEM borrows or copies them).  Each call
+    /// that returns `true` retires at least one page, which no later search
+    /// finds: the caller's retries end.
+    fn retire_poisoned(&self, out: &area_map::AllocOutcome) -> bool {
+        let end = out.start + out.count;
+        if !page_ref::any_hwpoisoned() || !(out.start..end).any(|p| self.page(p).is_hwpoisoned()) {
+            return false;
+        }
+        if out.lent > 0 {
+            self.discard(out.start, out.count, false);
+        }
+        // The range is the caller's: nobody else changes its bits.  The
+        // flags are read again, a page at a time under the lock.
+        let mut run = out.start;
+        for p in out.start..end {
+            if !self.page(p).is_hwpoisoned() {
+                continue;
+            }
+            let retired = {
+                let mut map = self.map.lock();
+                if p > run {
+                    let _ = map.release_primary(run, p - run);
+                }
+                map.retire(p).is_ok()
+            };
+            if retired {
+                self.note_retired(p);
+            }
+            run = p + 1;
+        }
+        if end > run {
+            let _ = self.map.lock().release_primary(run, end - run);
+        }
+        true
     }
 
     /// Has the secondary clients drop the lent pages of the freshly
@@ -489,6 +567,27 @@ pub unsafe extern "C" fn gcma_rs_free(rs: *const c_void, start: c_ulong, count: 
     }
 }
 
+/// Takes page `page`, released and found hardware-poisoned when its last
+/// reference went, out of use for good: 0, or `-EINVAL`/`-EBUSY` with
+/// nothing changed (see `AreaMap::retire`).
+///
+/// # Safety
+///
+/// `rs` as for [`area_of`].
+#[no_mangle]
+pub unsafe extern "C" fn gcma_rs_retire(rs: *const c_void, page: c_ulong) -> c_int {
+    // SAFETY: guaranteed by the caller.
+    let area = unsafe { area_of(rs) };
+    let ret = area.map.lock().retire(page);
+    match ret {
+        Ok(()) => {
+            area.note_retired(page);
+            0
+        }
+        Err(e) => e.to_errno(),
+    }
+}
+
 /// Fills `*st` with the counters of the area.
 ///
 /// # Safety
@@ -498,25 +597,29 @@ pub unsafe extern "C" fn gcma_rs_free(rs: *const c_void, start: c_ulong, count: 
 pub unsafe extern "C" fn gcma_rs_stats(rs: *const c_void, st: *mut bindings::gcma_stats) {
     // SAFETY: guaranteed by the caller.
     let area = unsafe { area_of(rs) };
-    let (total, used, lent, releasing) = {
+    let (total, used, lent, releasing, retired) = {
         let map = area.map.lock();
         (
             map.nr_pages(),
             map.primary_used(),
             map.secondary_lent(),
             map.releasing(),
+            map.retired(),
         )
     };
     let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
     let snapshot = bindings::gcma_stats {
         total_pages: total as u64,
-        primary_used_pages: used as u64,
+        // Retired pages are primary-owned and releasing in the map, but
+        // nobody's.
+        primary_used_pages: used.saturating_sub(retired) as u64,
         secondary_lent_pages: lent as u64,
         alloc_success: get(&area.alloc_success),
         alloc_fail: get(&area.alloc_fail),
         discarded_pages: get(&area.discarded),
         released: get(&area.released),
-        release_pending_pages: releasing as u64,
+        release_pending_pages: releasing.saturating_sub(retired) as u64,
+        hwpoisoned_pages: retired as u64,
     };
     // SAFETY: guaranteed by the caller.
     unsafe { st.write(snapshot) };

@@ -2,6 +2,7 @@
 
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
+#include <linux/highmem.h>
 #include <linux/huge_mm.h>
 #include <linux/memory_hotplug.h>
 #include <linux/mm.h>
@@ -86,6 +87,28 @@ int rust_helper_rsmm_pfn_to_nid(unsigned long pfn)
 struct page *rust_helper_pfn_to_page(unsigned long pfn)
 {
 	return pfn_to_page(pfn);
+}
+
+/* Hardware-poisoned pages (kernel::mm::page_ref). */
+
+bool rust_helper_rsmm_page_hwpoisoned(const struct page *page)
+{
+	return PageHWPoison(page);
+}
+
+/* Pages memory_failure() has poisoned and not unpoisoned, in all. */
+long rust_helper_rsmm_num_poisoned_pages(void)
+{
+#ifdef CONFIG_MEMORY_FAILURE
+	return atomic_long_read(&num_poisoned_pages);
+#else
+	return 0;
+#endif
+}
+
+int rust_helper_copy_mc_highpage(struct page *to, struct page *from)
+{
+	return copy_mc_highpage(to, from);
 }
 
 /* Address spaces and VMAs (kernel::mm::vma). */

@@ -10,7 +10,7 @@
 //!
 //! C header: [`include/linux/highmem.h`](srctree/include/linux/highmem.h)
 
-use crate::{bindings, error::code::EINVAL, mm::buddy::ContigPages, prelude::*, types::Opaque};
+use crate::{bindings, error::code::{EINVAL, EIO}, mm::buddy::ContigPages, prelude::*, types::Opaque};
 
 /// Size of a page in bytes.
 const PAGE_SIZE: usize = crate::mm::PAGE_SIZE;
@@ -64,6 +64,13 @@ impl PageRef {
     pub fn pfn(&self) -> usize {
         // SAFETY: `self` points to a valid `struct page` (type invariant).
         unsafe { bindings::page_to_pfn(self.as_ptr()) as usize }
+    }
+
+    /// Whether the page is marked hardware-poisoned (`PG_hwpoison`):
+    /// `memory_failure()` found its memory bad, and nobody may read it.
+    pub fn is_hwpoisoned(&self) -> bool {
+        // SAFETY: `self` points to a valid `struct page` (type invariant).
+        unsafe { bindings::rsmm_page_hwpoisoned(self.as_ptr()) }
     }
 
     /// Runs `f` on the page's memory, mapped for the duration of the call.
@@ -127,6 +134,27 @@ impl PageRef {
         });
     }
 
+    /// Copies the whole of `src` into this page unless `src` is bad memory.
+    ///
+    /// Fails with `EIO` if `src` is marked hardware-poisoned, or if reading
+    /// it raised a machine check that the architecture recovers from
+    /// (`copy_mc_highpage()`, which then queues `memory_failure()` for
+    /// `src`); this page's contents are then undefined.  Where machine
+    /// checks are not recoverable this is [`PageRef::copy_from_page`]
+    /// after the flag check.
+    pub fn copy_from_good_page(&mut self, src: &PageRef) -> Result {
+        if src.is_hwpoisoned() {
+            return Err(EIO);
+        }
+        // SAFETY: both pages are valid and mappable, `src` is not written
+        // and `self` not accessed by anyone else meanwhile (type
+        // invariants); they are distinct pages.
+        match unsafe { bindings::copy_mc_highpage(self.as_ptr(), src.as_ptr()) } {
+            0 => Ok(()),
+            _ => Err(EIO),
+        }
+    }
+
     /// Fills the whole page with zeroes.
     pub fn zero(&mut self) {
         self.with_mapped(|va| {
@@ -134,6 +162,14 @@ impl PageRef {
             unsafe { core::ptr::write_bytes(va, 0, PAGE_SIZE) }
         });
     }
+}
+
+/// Whether any page of the system is hardware-poisoned now (counted by
+/// `memory_failure()`, which `unpoison_memory()` undoes): while none is, a
+/// caller need not look at page flags for `PG_hwpoison`.
+pub fn any_hwpoisoned() -> bool {
+    // SAFETY: FFI call reading an atomic counter.
+    unsafe { bindings::rsmm_num_poisoned_pages() != 0 }
 }
 
 impl ContigPages {

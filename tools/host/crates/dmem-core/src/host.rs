@@ -273,6 +273,9 @@ pub(crate) struct HostPages {
     words: Vec<Vec<AtomicUsize>>,
     /// Copies in flight, per page.
     in_flight: Vec<AtomicUsize>,
+    /// Pages whose memory is bad (hardware poison, simulated): copies into
+    /// or out of them fail.
+    bad: Vec<core::sync::atomic::AtomicBool>,
 }
 
 impl HostPages {
@@ -283,7 +286,20 @@ impl HostPages {
                 .map(|_| (0..w).map(|_| AtomicUsize::new(0)).collect())
                 .collect(),
             in_flight: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            bad: (0..n)
+                .map(|_| core::sync::atomic::AtomicBool::new(false))
+                .collect(),
         }
+    }
+
+    /// Marks `page` bad memory, as `memory_failure()` does.
+    pub(crate) fn poison(&self, page: usize) {
+        self.bad[page].store(true, Ordering::SeqCst);
+    }
+
+    /// Whether `page` is bad memory.
+    pub(crate) fn is_bad(&self, page: usize) -> bool {
+        self.bad[page].load(Ordering::SeqCst)
     }
 
     /// Copies in flight into or out of `page`.
@@ -311,18 +327,26 @@ impl PageAccess for HostPages {
     type Src = [usize];
     type Dst = [usize];
 
-    fn copy_in(&self, page: usize, src: &[usize]) {
+    fn copy_in(&self, page: usize, src: &[usize]) -> bool {
+        if self.is_bad(page) {
+            return false;
+        }
         self.in_flight[page].fetch_add(1, Ordering::SeqCst);
         self.write(page, src);
         self.in_flight[page].fetch_sub(1, Ordering::SeqCst);
+        true
     }
 
-    fn copy_out(&self, page: usize, dst: &mut [usize]) {
+    fn copy_out(&self, page: usize, dst: &mut [usize]) -> bool {
+        if self.is_bad(page) {
+            return false;
+        }
         self.in_flight[page].fetch_add(1, Ordering::SeqCst);
         for (d, w) in dst.iter_mut().zip(&self.words[page]) {
             *d = w.load(Ordering::Relaxed);
         }
         self.in_flight[page].fetch_sub(1, Ordering::SeqCst);
+        true
     }
 }
 

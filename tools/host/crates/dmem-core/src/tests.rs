@@ -413,6 +413,40 @@ fn failed_store_drops_stale_entry() {
     assert_eq!(d.supply().lent(), 0);
 }
 
+/// A held page found bad memory (hardware poison): its entry misses and
+/// goes, its page goes back to the supply, and a store into a bad page is
+/// refused without leaving an entry behind.
+#[test]
+fn poisoned_pages_miss_and_go_back() {
+    let d =
+        host_dmem::<SwapKey, StdPlatform, _>(2, 4, 1, TableSupply::<StdPlatform>::new(4), false);
+    let k = |offset| SwapKey {
+        swap_type: 0,
+        offset,
+    };
+    for o in 0..3 {
+        assert_eq!(d.store(&k(o), &[o as usize + 7]), StoreOutcome::Stored);
+    }
+    let page_of_1 = (0..4).find(|&p| d.access().read(p) == [8]).expect("page");
+    d.access().poison(page_of_1);
+    let mut b = [0];
+    assert!(!d.load(&k(1), &mut b), "a poisoned entry must miss");
+    assert_eq!(b, [0], "nothing copied out of a poisoned page");
+    assert!(!d.load(&k(1), &mut b), "the entry is gone");
+    assert_eq!(d.supply().lent(), 2);
+    assert!(d.load(&k(0), &mut b) && b == [7]);
+    // This supply lends the bad page again (GCMA's keeps it out of use):
+    // the store is refused and the page goes back.
+    assert_eq!(
+        d.store(&k(10), &[1]),
+        StoreOutcome::Refused(Refusal::Poisoned)
+    );
+    assert!(!d.load(&k(10), &mut b));
+    assert_eq!(d.supply().lent(), 2);
+    assert_eq!(d.stats().poisoned, 2);
+    assert_eq!(d.check_quiescent(), Ok(2));
+}
+
 /// A range discard, as GCMA runs it now: claim a range, hand the whole
 /// range to the store, which reports every page it held exactly once, in
 /// chunks, and leaves the index entries of the discarded pages stale until

@@ -19,6 +19,8 @@ struct Model {
     primary: Vec<bool>,
     lent: Vec<bool>,
     releasing: Vec<bool>,
+    /// Pages taken out of use for good (`retire`).
+    retired: Vec<bool>,
     /// Frame number of page 0: alignment is counted on `base + page`.
     base: usize,
 }
@@ -33,6 +35,7 @@ impl Model {
             primary: vec![false; n],
             lent: vec![false; n],
             releasing: vec![false; n],
+            retired: vec![false; n],
             base,
         }
     }
@@ -125,6 +128,19 @@ impl Model {
         }
     }
 
+    fn retire(&mut self, page: usize) -> Result {
+        if page >= self.n() {
+            return Err(EINVAL);
+        }
+        if self.lent[page] {
+            return Err(EBUSY);
+        }
+        self.primary[page] = true;
+        self.releasing[page] = true;
+        self.retired[page] = true;
+        Ok(())
+    }
+
     fn lent_pages(&self) -> Vec<usize> {
         (0..self.n()).filter(|&i| self.lent[i]).collect()
     }
@@ -152,6 +168,7 @@ fn same(m: &Map, model: &Model) {
         m.releasing(),
         model.releasing.iter().filter(|r| **r).count()
     );
+    assert_eq!(m.retired(), model.retired.iter().filter(|r| **r).count());
     for i in 0..n {
         assert_eq!(m.is_primary(i), model.primary[i], "primary bit {i}");
         assert_eq!(m.is_lent(i), model.lent[i], "lent bit {i}");
@@ -802,6 +819,42 @@ fn lending_on_a_three_level_area() {
     m.check_invariants().unwrap();
 }
 
+#[test]
+fn retired_pages_are_never_handed_out() {
+    let n = 3 * BITS;
+    let mut m = map(n);
+    let lent = m.lend_secondary().unwrap();
+    assert_eq!(m.retire(lent), Err(EBUSY));
+    m.return_secondary(lent).unwrap();
+    // A free page, a page of a claimed range, and a released page kept out
+    // of use.
+    m.retire(BITS).unwrap();
+    let a = m.alloc_primary(4, 0).unwrap();
+    assert_eq!(a.start, 0);
+    m.retire(2).unwrap();
+    m.release_primary(0, 2).unwrap();
+    m.release_primary(3, 1).unwrap();
+    let b = m.alloc_primary(1, 0).unwrap();
+    m.begin_release(b.start, 1).unwrap();
+    m.retire(b.start).unwrap();
+    assert_eq!(m.retired(), 3);
+    m.check_invariants().unwrap();
+    // Every other page can still be allocated, none of the retired ones.
+    let mut got = Vec::new();
+    while let Ok(a) = m.alloc_primary(1, 0) {
+        got.push(a.start);
+    }
+    assert_eq!(got.len(), n - 3);
+    assert!(!got.contains(&2) && !got.contains(&BITS) && !got.contains(&b.start));
+    while let Ok(p) = m.lend_secondary() {
+        panic!("lent page {p} of a full area");
+    }
+    // A retired page cannot be released: it is releasing already.
+    assert_eq!(m.begin_release(2, 1), Err(EEXIST));
+    assert_eq!(m.retire(n), Err(EINVAL));
+    m.check_invariants().unwrap();
+}
+
 /// One step of a random sequence.
 #[derive(Clone, Debug)]
 enum Op {
@@ -842,6 +895,10 @@ enum Op {
         start: usize,
         count: usize,
     },
+    /// Retire a page outside every live allocation (bad memory).
+    Retire {
+        page: usize,
+    },
 }
 
 fn op(n: usize) -> impl Strategy<Value = Op> {
@@ -859,6 +916,7 @@ fn op(n: usize) -> impl Strategy<Value = Op> {
         1 => (0..=n + 1, size.clone()).prop_map(|(start, count)| Op::FinishAny { start, count }),
         1 => any::<usize>().prop_map(|pick| Op::BeginLive { pick }),
         1 => (0..=n + 1, size).prop_map(|(start, count)| Op::BeginAny { start, count }),
+        1 => (0..=n + 1).prop_map(|page| Op::Retire { page }),
     ]
 }
 
@@ -915,6 +973,11 @@ proptest! {
                     }
                 }
                 Op::ReleaseAny { start, count } => {
+                    // Nobody releases a retired page: it has no owner.
+                    let end = start.saturating_add(count).min(n);
+                    if model.retired.get(start..end).is_some_and(|r| r.iter().any(|x| *x)) {
+                        continue;
+                    }
                     let got = m.release_primary(start, count);
                     prop_assert_eq!(got, model.release(start, count));
                     if got.is_ok() {
@@ -976,6 +1039,17 @@ proptest! {
                         m.begin_release(start, count),
                         model.begin_release(start, count)
                     );
+                }
+                Op::Retire { page } => {
+                    // A page of a live allocation is retired by the code
+                    // that claimed it only before its owner sees it, and
+                    // a retired page is never retired again.
+                    if live.iter().any(|&(s, c)| s <= page && page < s + c)
+                        || model.retired.get(page).is_some_and(|r| *r)
+                    {
+                        continue;
+                    }
+                    prop_assert_eq!(m.retire(page), model.retire(page));
                 }
             }
             same(&m, &model);
