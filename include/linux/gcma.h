@@ -16,6 +16,7 @@
 #include <linux/init.h>
 #include <linux/jump_label.h>
 #include <linux/list.h>
+#include <linux/nodemask_types.h>
 #include <linux/spinlock_types.h>
 #include <linux/types.h>
 #include <linux/workqueue_types.h>
@@ -288,7 +289,8 @@ unsigned int gcma_rs_thp_mode(void);
 unsigned int gcma_rs_thp_nr_areas(void);
 int gcma_rs_thp_fault_plan(struct vm_area_struct *vma, unsigned long haddr);
 int gcma_rs_thp_collapse_plan(void);
-struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, unsigned int user);
+struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
+			       unsigned int user);
 void gcma_rs_thp_stats(struct gcma_thp_stats *st);
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);

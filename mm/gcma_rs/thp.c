@@ -9,6 +9,12 @@
  * the static key that keeps those paths untouched while the feature is
  * off, "gcma.thp_mode=" and /sys/kernel/mm/gcma/thp/.
  *
+ * An area is used only if its node is one the buddy allocation would
+ * be allowed to use: for a fault, a node of the VMA's memory policy
+ * (policy_nodemask(), as vma_alloc_folio() applies it) that the task's
+ * cpuset allows; for a collapse, a node of the caller's mask that the
+ * cpuset allows.  The preferred node's area comes first.
+ *
  * The folio is an ordinary compound page of the area (gcma_alloc_gfp()
  * with __GFP_COMP); its caller charges it to the memcg and maps it like
  * any THP.  However it is freed later (whole, split into base pages,
@@ -21,7 +27,9 @@
 #include <linux/gcma.h>
 #include <linux/gcma_thp.h>
 #include <linux/init.h>
+#include <linux/cpuset.h>
 #include <linux/kobject.h>
+#include <linux/mempolicy.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -71,13 +79,78 @@ static int gcma_thp_apply(unsigned int mode)
 	return 0;
 }
 
-/* A folio of a THP area for @user, or NULL if none has room. */
-static struct folio *gcma_thp_alloc(gfp_t gfp, int nid, unsigned int user)
+/* Whether the current task's cpuset lets an allocation with @gfp use @nid. */
+static bool gcma_thp_cpuset_allows(int nid, gfp_t gfp)
 {
-	struct page *page = gcma_rs_thp_alloc(gfp | __GFP_COMP | __GFP_NOWARN,
-					      nid, user);
+#ifdef CONFIG_CPUSETS
+	return !cpusets_enabled() || cpuset_node_allowed(nid, gfp);
+#else
+	return true;
+#endif
+}
 
+/*
+ * The nodes of @nmask (all if NULL) with memory that the current task's
+ * cpuset lets an allocation with @gfp use, as the page allocator checks
+ * them (cpuset_zone_allowed()).  Read without retry against a concurrent
+ * change of the cpuset's mems, as the allocator's first pass does.
+ */
+static void gcma_thp_nodes(gfp_t gfp, const nodemask_t *nmask,
+			   nodemask_t *allowed)
+{
+	int nid;
+
+	nodes_clear(*allowed);
+	for_each_node_state(nid, N_MEMORY) {
+		if (nmask && !node_isset(nid, *nmask))
+			continue;
+		if (!gcma_thp_cpuset_allows(nid, gfp))
+			continue;
+		node_set(nid, *allowed);
+	}
+}
+
+/*
+ * A folio of a THP area on a node of @nmask for @user, preferably on @nid,
+ * or NULL if none has room.
+ */
+static struct folio *gcma_thp_alloc(gfp_t gfp, int nid, const nodemask_t *nmask,
+				    unsigned int user)
+{
+	struct page *page;
+	nodemask_t allowed;
+
+	gcma_thp_nodes(gfp, nmask, &allowed);
+	page = gcma_rs_thp_alloc(gfp | __GFP_COMP | __GFP_NOWARN, nid, &allowed,
+				 user);
 	return page ? page_rmappable_folio(page) : NULL;
+}
+
+/*
+ * vma_alloc_folio()'s choice of nodes for the fault at @haddr, from the
+ * VMA's memory policy (the task's, or the default).
+ */
+static struct folio *gcma_thp_alloc_vma(gfp_t gfp, struct vm_area_struct *vma,
+					unsigned long haddr)
+{
+	int nid = numa_node_id();
+#ifdef CONFIG_NUMA
+	struct mempolicy *pol;
+	struct folio *folio;
+	nodemask_t *nmask;
+	pgoff_t ilx;
+
+	pol = get_vma_policy(vma, haddr, PMD_ORDER, &ilx);
+	nmask = policy_nodemask(gfp, pol, ilx, &nid);
+	/* Preferred nodes, not required: the page allocator falls back. */
+	if (pol->mode == MPOL_PREFERRED_MANY)
+		nmask = NULL;
+	folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_FAULT);
+	mpol_cond_put(pol);
+	return folio;
+#else
+	return gcma_thp_alloc(gfp, nid, NULL, GCMA_THP_FAULT);
+#endif
 }
 
 struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
@@ -87,11 +160,11 @@ struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
 	struct folio *folio = NULL;
 
 	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
-		folio = gcma_thp_alloc(gfp, numa_node_id(), GCMA_THP_FAULT);
+		folio = gcma_thp_alloc_vma(gfp, vma, haddr);
 	if (!folio)
 		folio = vma_alloc_folio(gfp, PMD_ORDER, vma, haddr, true);
 	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
-		folio = gcma_thp_alloc(gfp, numa_node_id(), GCMA_THP_FAULT);
+		folio = gcma_thp_alloc_vma(gfp, vma, haddr);
 	return folio;
 }
 
@@ -101,11 +174,11 @@ struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask)
 	struct folio *folio = NULL;
 
 	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
-		folio = gcma_thp_alloc(gfp, nid, GCMA_THP_COLLAPSE);
+		folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_COLLAPSE);
 	if (!folio)
 		folio = __folio_alloc(gfp, PMD_ORDER, nid, nmask);
 	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
-		folio = gcma_thp_alloc(gfp, nid, GCMA_THP_COLLAPSE);
+		folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_COLLAPSE);
 	return folio;
 }
 

@@ -12,16 +12,22 @@
 //! `always` of `/sys/kernel/mm/gcma/thp/mode`.
 //!
 //! The C glue (`thp.c`) asks [`decide`] where to look for each fault and
-//! collapse, and this module picks the area ([`alloc`]): one on the
-//! requested node first, then any other.  A full area is an ordinary
-//! failure; the caller falls back to base pages.
+//! collapse, and this module picks the area ([`alloc`]) among those on the
+//! nodes the allocation may use (the task's memory policy and cpuset, or
+//! the collapse's node mask, as the page allocator would apply them): one
+//! on the preferred node first, then any other allowed.  A full area is an
+//! ordinary failure; the caller falls back to base pages.
 
 use crate::Area;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use kernel::{
     bindings,
     ffi::{c_int, c_uint, c_ulong},
-    mm::{numa, vma::VmaRef, PMD_ORDER},
+    mm::{
+        numa::{self, NodeMask},
+        vma::VmaRef,
+        PMD_ORDER,
+    },
     prelude::*,
 };
 
@@ -191,21 +197,28 @@ pub(crate) fn init(thp_areas: impl Iterator<Item = &'static Area>) {
     NR_AREAS.store(n, Ordering::Release);
 }
 
-/// A PMD-sized compound page from a THP area, on node `nid` if one has
-/// room there, else on any; NULL if none has room.
+/// A PMD-sized compound page from a THP area on a node of `allowed`, on
+/// node `nid` if one has room there, else on any other allowed; NULL if
+/// none has room.  An area on a node outside `allowed` is never used.
 ///
 /// `gfp` goes to the page allocator's allocation steps (it includes
 /// `__GFP_COMP`).  May sleep: pages lent to DMEM are discarded first.
-pub(crate) fn alloc(gfp: bindings::gfp_t, nid: c_int, user: c_uint) -> *mut bindings::page {
+pub(crate) fn alloc(
+    gfp: bindings::gfp_t,
+    nid: c_int,
+    allowed: &NodeMask,
+    user: c_uint,
+) -> *mut bindings::page {
     let (ok, fail) = if user == bindings::gcma_thp_user_GCMA_THP_COLLAPSE {
         (&COUNTERS.collapse_alloc, &COUNTERS.collapse_fail)
     } else {
         (&COUNTERS.fault_alloc, &COUNTERS.fault_fail)
     };
-    let on_node =
-        |a: &Area| numa::node_of_pfn(a.base_pfn).is_ok_and(|n| n.as_u32() as c_int == nid);
-    let local = areas().filter(|&a| on_node(a));
-    let remote = areas().filter(|&a| !on_node(a));
+    let node = |a: &Area| numa::node_of_pfn(a.base_pfn).ok();
+    let usable = || areas().filter(|&a| node(a).is_some_and(|n| allowed.contains(n)));
+    let on_node = |a: &Area| node(a).is_some_and(|n| n.as_u32() as c_int == nid);
+    let local = usable().filter(|&a| on_node(a));
+    let remote = usable().filter(|&a| !on_node(a));
     for area in Iterator::chain(local, remote) {
         // SAFETY: `area.c` is the static descriptor of an area in service;
         // any count, alignment and flags are accepted.
@@ -273,14 +286,22 @@ pub(crate) extern "C" fn gcma_rs_thp_collapse_plan() -> c_int {
 }
 
 /// A compound page of PMD order from a THP area for `user` (`enum
-/// gcma_thp_user`), preferably on `nid`, or NULL.  May sleep.
+/// gcma_thp_user`) on a node of `allowed`, preferably on `nid`, or NULL.
+/// May sleep.
+///
+/// # Safety
+///
+/// `allowed` points to a node mask that nobody changes during the call.
 #[no_mangle]
-pub(crate) extern "C" fn gcma_rs_thp_alloc(
+pub(crate) unsafe extern "C" fn gcma_rs_thp_alloc(
     gfp: bindings::gfp_t,
     nid: c_int,
+    allowed: *const bindings::nodemask_t,
     user: c_uint,
 ) -> *mut bindings::page {
-    alloc(gfp, nid, user)
+    // SAFETY: guaranteed by the caller.
+    let allowed = unsafe { NodeMask::from_raw(allowed) };
+    alloc(gfp, nid, allowed, user)
 }
 
 /// Fills `*st` with the counters.

@@ -152,6 +152,39 @@ pub fn node_of_pfn(pfn: usize) -> Result<NodeId> {
     Ok(NodeId(nid as u32))
 }
 
+/// A set of nodes, as the C `nodemask_t` holds it (a memory policy's
+/// nodes, the nodes an allocation may use).
+///
+/// # Invariants
+///
+/// Wraps a `nodemask_t` whose bitmap has `MAX_NUMNODES` bits.
+#[repr(transparent)]
+pub struct NodeMask(bindings::nodemask_t);
+
+impl NodeMask {
+    /// Borrows the C node mask at `mask`.
+    ///
+    /// # Safety
+    ///
+    /// `mask` points to a `nodemask_t` that nobody writes during `'a`.
+    pub unsafe fn from_raw<'a>(mask: *const bindings::nodemask_t) -> &'a NodeMask {
+        // SAFETY: `NodeMask` is a transparent wrapper of `nodemask_t`; the
+        // caller guarantees it stays unchanged for `'a`.
+        unsafe { &*mask.cast::<NodeMask>() }
+    }
+
+    /// Whether `node` is in the set.
+    pub fn contains(&self, node: NodeId) -> bool {
+        let bits = usize::BITS as usize;
+        // Node ids are below `nr_node_ids <= MAX_NUMNODES`, the bitmap's
+        // size (type invariants): the word always exists.
+        self.0
+            .bits
+            .get(node.index() / bits)
+            .is_some_and(|w| (*w as usize) >> (node.index() % bits) & 1 != 0)
+    }
+}
+
 #[cfg(all(CONFIG_KUNIT, CONFIG_RUST_KERNEL_DOCTESTS))]
 mod tests {
     //! KUnit suite `rust_kernel_mm_numa`, built alongside the kernel

@@ -4,7 +4,7 @@
  * of it is backed by transparent huge pages, then run operations on it.
  *
  *   thp_fault -m MIB [-H | -N] [-s SEED] [-a LO-HI] [-w STATEFILE] [-c CPU]
- *             [-o OP[,OP...]] [-q]
+ *             [-b NODE] [-o OP[,OP...]] [-q]
  *
  * -m N    map N MiB (a multiple of 2) of anonymous memory, 2 MiB aligned
  * -H, -N  madvise(MADV_HUGEPAGE) / madvise(MADV_NOHUGEPAGE) before faulting
@@ -14,6 +14,9 @@
  *         are in it
  * -w F    state file for "pause" (see below)
  * -c CPU  run on CPU only (sched_setaffinity), e.g. on a node of choice
+ * -b NODE set_mempolicy(MPOL_BIND) to NODE before mapping: every page of
+ *         the mapping (huge pages and khugepaged's collapses included)
+ *         must come from NODE
  * -o OPS  operations after the fault pass, comma-separated, in order:
  *   verify            check every word of every page still mapped
  *   write             write the pattern of the next generation everywhere
@@ -609,7 +612,7 @@ int main(int argc, char **argv)
 	struct mem m;
 	char *raw;
 
-	while ((opt = getopt(argc, argv, "m:HNs:a:w:c:o:qh")) != -1) {
+	while ((opt = getopt(argc, argv, "m:HNs:a:w:c:b:o:qh")) != -1) {
 		switch (opt) {
 		case 'm':
 			if (parse_ul(optarg, &mib) || !mib || mib % 2 || mib > (1UL << 20))
@@ -656,6 +659,19 @@ int main(int argc, char **argv)
 			CPU_SET(cpu, &set);
 			if (sched_setaffinity(0, sizeof(set), &set)) {
 				perror("thp_fault: sched_setaffinity");
+				return 1;
+			}
+			break;
+		}
+		case 'b': {
+			unsigned long node, mask[(MAX_NODES + 64) / 64] = { 0 };
+
+			if (parse_ul(optarg, &node) || node >= MAX_NODES)
+				goto bad;
+			mask[node / 64] = 1UL << (node % 64);
+			if (syscall(SYS_set_mempolicy, MPOL_BIND_, mask, MAX_NODES + 1)) {
+				fprintf(stderr, "thp_fault: set_mempolicy(MPOL_BIND, node %lu): %s\n",
+					node, strerror(errno));
 				return 1;
 			}
 			break;
