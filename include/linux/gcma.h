@@ -54,6 +54,8 @@ struct super_block;
  * @deferred: releases made outside process context (first page linked by
  *	page->lru, page count in page->private), not yet done
  * @release_work: does the releases in @deferred, in process context
+ * @refused: not put in service (it spans zones); its memory went to the
+ *	page allocator
  * @thp: reserved with ":thp": serves transparent huge pages only (not a
  *	CMA area); see include/linux/gcma_thp.h
  */
@@ -70,6 +72,7 @@ struct gcma_area {
 	unsigned long nr_freed;
 	struct list_head deferred;
 	struct work_struct release_work;
+	bool refused;
 	bool thp;
 };
 
@@ -121,6 +124,8 @@ struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 			unsigned int align, bool no_warn);
 struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 			    unsigned int align, gfp_t gfp);
+struct page *gcma_alloc_gfp_noprof(struct gcma_area *area, unsigned long count,
+				   unsigned int align, gfp_t gfp);
 bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count);
 void gcma_flush_releases(struct gcma_area *area);
@@ -155,6 +160,22 @@ static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 	if (pfn < READ_ONCE(gcma_pfn_lo) || pfn >= READ_ONCE(gcma_pfn_hi))
 		return false;
 	return __gcma_free_page(page, order);
+}
+
+/**
+ * gcma_pfn_in_area() - whether a page frame lies in a GCMA area in service
+ * @pfn: the page frame number
+ *
+ * For the page allocator's pfn walkers: an area's pages are GCMA's, not
+ * the zone's.  Costs a static branch while no area is in service.
+ */
+static inline bool gcma_pfn_in_area(unsigned long pfn)
+{
+	if (!static_branch_unlikely(&gcma_in_service))
+		return false;
+	if (pfn < READ_ONCE(gcma_pfn_lo) || pfn >= READ_ONCE(gcma_pfn_hi))
+		return false;
+	return gcma_area_of_pfn(pfn);
 }
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
@@ -472,6 +493,11 @@ static inline void gcma_dmem_swapoff(unsigned int type)
 #else
 static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 				  unsigned int order)
+{
+	return false;
+}
+
+static inline bool gcma_pfn_in_area(unsigned long pfn)
 {
 	return false;
 }

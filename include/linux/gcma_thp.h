@@ -14,6 +14,7 @@
 #ifndef _LINUX_GCMA_THP_H
 #define _LINUX_GCMA_THP_H
 
+#include <linux/alloc_tag.h>
 #include <linux/gfp.h>
 #include <linux/jump_label.h>
 #include <linux/mm_types.h>
@@ -33,17 +34,21 @@ struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask);
  * @vma: the faulting VMA, locked by the fault path
  * @haddr: the PMD-aligned address
  *
+ * A macro, as vma_alloc_folio() is: allocation profiling counts the folio,
+ * from the buddy allocator or an area, at the caller's line.
+ *
  * Return: a large rmappable folio of PMD order, or NULL (fall back).
  */
-static inline struct folio *gcma_vma_alloc_thp(gfp_t gfp,
-					       struct vm_area_struct *vma,
-					       unsigned long haddr)
+#define gcma_vma_alloc_thp(...)	alloc_hooks(gcma_vma_alloc_thp_noprof(__VA_ARGS__))
+static inline struct folio *gcma_vma_alloc_thp_noprof(gfp_t gfp,
+						      struct vm_area_struct *vma,
+						      unsigned long haddr)
 {
 #ifdef CONFIG_GCMA_THP
 	if (static_branch_unlikely(&gcma_thp_on))
 		return __gcma_vma_alloc_thp(gfp, vma, haddr);
 #endif
-	return vma_alloc_folio(gfp, PMD_ORDER, vma, haddr, true);
+	return vma_alloc_folio_noprof(gfp, PMD_ORDER, vma, haddr, true);
 }
 
 /**
@@ -53,16 +58,21 @@ static inline struct folio *gcma_vma_alloc_thp(gfp_t gfp,
  * @nmask: the allowed nodes
  * @anon: an anonymous collapse; GCMA serves no other
  *
+ * A macro, as __folio_alloc() is (see gcma_vma_alloc_thp()).
+ *
  * Return: a large rmappable folio of PMD order, or NULL.
  */
-static inline struct folio *gcma_collapse_alloc_thp(gfp_t gfp, int nid,
-						    nodemask_t *nmask, bool anon)
+#define gcma_collapse_alloc_thp(...) \
+	alloc_hooks(gcma_collapse_alloc_thp_noprof(__VA_ARGS__))
+static inline struct folio *gcma_collapse_alloc_thp_noprof(gfp_t gfp, int nid,
+							   nodemask_t *nmask,
+							   bool anon)
 {
 #ifdef CONFIG_GCMA_THP
 	if (anon && static_branch_unlikely(&gcma_thp_on))
 		return __gcma_collapse_alloc_thp(gfp, nid, nmask);
 #endif
-	return __folio_alloc(gfp, PMD_ORDER, nid, nmask);
+	return __folio_alloc_noprof(gfp, PMD_ORDER, nid, nmask);
 }
 
 #endif /* _LINUX_GCMA_THP_H */

@@ -41,7 +41,9 @@
 #include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/module.h>
+#include <linux/page-isolation.h>
 #include <linux/page_ref.h>
+#include <linux/pgalloc_tag.h>
 #include <linux/sched/clock.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
@@ -95,19 +97,55 @@ static void gcma_debugfs_add(struct gcma_area *area);
 void gcma_area_attach(struct gcma_area *area, const void *rs)
 {
 	unsigned long pfn, base = gcma_base_pfn(area);
+	unsigned long end = base + gcma_nr_pages(area);
+	struct zone *zone = page_zone(pfn_to_page(base));
+	unsigned long flags;
 
 	spin_lock_init(&area->free_lock);
 	INIT_LIST_HEAD(&area->freed);
 	INIT_LIST_HEAD(&area->deferred);
 	INIT_WORK(&area->release_work, gcma_release_deferred);
-	for (pfn = base; pfn < base + gcma_nr_pages(area); pfn++) {
-		struct page *page = pfn_to_page(pfn);
+	/*
+	 * Memblock left the pages PageReserved, with a reference each and no
+	 * allocation tag.  A free page of an area is a free page to every
+	 * debug option: each naturally aligned block gets the page
+	 * allocator's free steps, as memory memblock hands to the buddy
+	 * allocator does (page_poison fills it, KASAN poisons it,
+	 * debug_pagealloc unmaps it, init_on_free clears it), so that the
+	 * allocation steps find what they expect (gcma_prep_pages()).
+	 */
+	for (pfn = base; pfn < end; ) {
+		unsigned int order = min3((unsigned int)__ffs(pfn | BIT(MAX_PAGE_ORDER)),
+					  (unsigned int)ilog2(end - pfn),
+					  (unsigned int)MAX_PAGE_ORDER);
+		unsigned long i, n = 1UL << order;
 
-		ClearPageReserved(page);
-		set_page_count(page, 0);
-		if (!((pfn - base) % 4096))
-			cond_resched();
+		for (i = 0; i < n; i++) {
+			struct page *page = pfn_to_page(pfn + i);
+
+			clear_page_tag_ref(page);
+			ClearPageReserved(page);
+			set_page_count(page, 0);
+		}
+		/* Cannot fail: memblock's pages have no state to report. */
+		free_pages_prepare(pfn_to_page(pfn), order);
+		pfn += n;
+		cond_resched();
 	}
+	/*
+	 * The pageblocks wholly inside the area are isolated for good, so
+	 * that memory offlining fails to isolate them (-EBUSY) instead of
+	 * retrying for ever on free area pages that never become buddy
+	 * pages.  No page of an area is ever on a free list, so no free list
+	 * changes.  (alloc_contig_pages() is kept out by a pfn check, as
+	 * alloc_contig_range() undoes the isolation of a range it failed to
+	 * isolate, others' included.)
+	 */
+	spin_lock_irqsave(&zone->lock, flags);
+	for (pfn = ALIGN(base, pageblock_nr_pages);
+	     pfn + pageblock_nr_pages <= end; pfn += pageblock_nr_pages)
+		set_pageblock_migratetype(pfn_to_page(pfn), MIGRATE_ISOLATE);
+	spin_unlock_irqrestore(&zone->lock, flags);
 	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
 	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + gcma_nr_pages(area)));
 	/* The pages are ready before the area can be seen in service. */
@@ -233,7 +271,15 @@ unsigned long gcma_call_discard(struct gcma_area *area, unsigned long pfn,
  */
 void gcma_lend_page(unsigned long pfn)
 {
+	/*
+	 * Allocation profiling counts lent pages here, whoever's reclaim
+	 * or swap-out stores a copy in them.
+	 */
+	DEFINE_ALLOC_TAG(gcma_lend_tag);
+	struct alloc_tag * __maybe_unused old = alloc_tag_save(&gcma_lend_tag);
+
 	post_alloc_hook(pfn_to_page(pfn), 0, GFP_NOWAIT | __GFP_NOWARN);
+	alloc_tag_restore(&gcma_lend_tag, old);
 }
 EXPORT_SYMBOL_GPL(gcma_lend_page);
 
@@ -360,8 +406,12 @@ static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp,
 
 	if (handed == count) {
 		/* The whole range, as it is when the area is fully lent. */
-		for (; zero && pfn < end; pfn++)
-			clear_highpage(pfn_to_page(pfn));
+		for (; pfn < end; pfn++) {
+			if (zero)
+				clear_highpage(pfn_to_page(pfn));
+			pgalloc_tag_sub(pfn_to_page(pfn), 1);
+			pgalloc_tag_add(pfn_to_page(pfn), current, 1);
+		}
 		return;
 	}
 	if (gfp & __GFP_COMP) {
@@ -379,6 +429,9 @@ static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp,
 		if (handed && page_ref_count(p)) {
 			if (zero)
 				clear_highpage(p);
+			/* The allocation's tag replaces the lending's. */
+			pgalloc_tag_sub(p, 1);
+			pgalloc_tag_add(p, current, 1);
 			pfn++;
 			continue;
 		}
@@ -395,7 +448,7 @@ static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp,
 }
 
 /**
- * gcma_alloc_gfp() - allocate contiguous pages from a GCMA area
+ * gcma_alloc_gfp_noprof() - allocate contiguous pages from a GCMA area
  * @area: the area
  * @count: number of pages
  * @align: alignment of the first page, as a page order
@@ -407,12 +460,15 @@ static void gcma_prep_pages(struct page *page, unsigned long count, gfp_t gfp,
  * The first page's frame number is a multiple of 1 << @align.  May sleep:
  * the pages of secondary clients in the range are discarded first.
  *
+ * The caller's allocation tag (current->alloc_tag) counts the pages in
+ * /proc/allocinfo: callers without one use gcma_alloc_gfp().
+ *
  * Return: the first page, or NULL if @count is 0, the area is not in
  * service or has no free range of @count pages at that alignment, or
  * __GFP_COMP is asked for a count that is not a power of two.
  */
-struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
-			    unsigned int align, gfp_t gfp)
+struct page *gcma_alloc_gfp_noprof(struct gcma_area *area, unsigned long count,
+				   unsigned int align, gfp_t gfp)
 {
 	const void *rs = gcma_area_rs(area);
 	unsigned long start, handed = 0;
@@ -458,13 +514,24 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 				   area->name, count, align, ret);
 	return page;
 }
+EXPORT_SYMBOL_GPL(gcma_alloc_gfp_noprof);
+
+/*
+ * gcma_alloc_gfp_noprof() with its own allocation tag: /proc/allocinfo
+ * counts the GCMA allocations made through it (CMA's included) here.
+ */
+struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
+			    unsigned int align, gfp_t gfp)
+{
+	return alloc_hooks(gcma_alloc_gfp_noprof(area, count, align, gfp));
+}
 EXPORT_SYMBOL_GPL(gcma_alloc_gfp);
 
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 			unsigned int align, bool no_warn)
 {
-	return gcma_alloc_gfp(area, count, align,
-			      GFP_KERNEL | (no_warn ? __GFP_NOWARN : 0));
+	return alloc_hooks(gcma_alloc_gfp_noprof(area, count, align,
+						 GFP_KERNEL | (no_warn ? __GFP_NOWARN : 0)));
 }
 EXPORT_SYMBOL_GPL(gcma_alloc);
 

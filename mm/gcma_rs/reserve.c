@@ -264,9 +264,12 @@ unsigned int gcma_nr_reserved_areas(void)
 	return gcma_nr_areas;
 }
 
+/* Area @idx in command-line order, or NULL (no such area, or refused). */
 struct gcma_area *gcma_reserved_area(unsigned int idx)
 {
-	return idx < gcma_nr_areas ? &gcma_areas[idx] : NULL;
+	if (idx >= gcma_nr_areas || gcma_areas[idx].refused)
+		return NULL;
+	return &gcma_areas[idx];
 }
 
 /* The area in service that holds @pfn, or NULL. */
@@ -295,11 +298,44 @@ struct gcma_area *gcma_area_by_name(const char *name)
 }
 EXPORT_SYMBOL_GPL(gcma_area_by_name);
 
+/*
+ * An area must lie in one zone, as CMA requires of its areas: the pfn
+ * walkers of the page allocator (compaction, isolation, hotplug) take a
+ * pageblock to be in one zone, and an area's pageblocks are isolated as a
+ * whole (gcma_area_attach()).  A fixed base may put it across a zone or a
+ * node boundary, which memblock cannot tell at reservation: refuse such an
+ * area now, and give its memory to the page allocator.
+ */
+static void __init gcma_check_zone(struct gcma_area *area)
+{
+	unsigned long pfn, base = PHYS_PFN(area->base);
+	unsigned long end = base + (area->size >> PAGE_SHIFT);
+	struct zone *zone = page_zone(pfn_to_page(base));
+
+	for (pfn = base + 1; pfn < end; pfn++) {
+		struct zone *z = page_zone(pfn_to_page(pfn));
+
+		if (z == zone)
+			continue;
+		pr_err("%s: [%pa+%pa] spans zones %s (node %d) and %s (node %d) at pfn %#lx; not used, its memory goes to the page allocator\n",
+		       area->name, &area->base, &area->size, zone->name,
+		       zone_to_nid(zone), z->name, zone_to_nid(z), pfn);
+		area->refused = true;
+		free_reserved_area(phys_to_virt(area->base),
+				   phys_to_virt(area->base + area->size), -1, NULL);
+		return;
+	}
+}
+
 static int __init gcma_init(void)
 {
+	unsigned int i;
+
 	/* An architecture whose setup code does not call gcma_reserve(). */
 	if (gcma_nr_requests && !gcma_reserve_called)
 		pr_err("gcma= ignored: this architecture does not reserve GCMA areas\n");
+	for (i = 0; i < gcma_nr_areas; i++)
+		gcma_check_zone(&gcma_areas[i]);
 	gcma_rs_init();
 	gcma_thp_init();
 	return 0;

@@ -161,8 +161,9 @@ struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
 
 	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
 		folio = gcma_thp_alloc_vma(gfp, vma, haddr);
+	/* In the caller's allocation tag (gcma_vma_alloc_thp()). */
 	if (!folio)
-		folio = vma_alloc_folio(gfp, PMD_ORDER, vma, haddr, true);
+		folio = vma_alloc_folio_noprof(gfp, PMD_ORDER, vma, haddr, true);
 	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
 		folio = gcma_thp_alloc_vma(gfp, vma, haddr);
 	return folio;
@@ -176,7 +177,7 @@ struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask)
 	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
 		folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_COLLAPSE);
 	if (!folio)
-		folio = __folio_alloc(gfp, PMD_ORDER, nid, nmask);
+		folio = __folio_alloc_noprof(gfp, PMD_ORDER, nid, nmask);
 	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
 		folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_COLLAPSE);
 	return folio;
@@ -186,7 +187,8 @@ struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask)
 /* For the KUnit suite (thp_tests.rs): a collapse's allocation, as it asks. */
 struct folio *gcma_thp_test_collapse_alloc(void)
 {
-	return __gcma_collapse_alloc_thp(GFP_TRANSHUGE, numa_node_id(), NULL);
+	return alloc_hooks(__gcma_collapse_alloc_thp(GFP_TRANSHUGE, numa_node_id(),
+						     NULL));
 }
 
 /*

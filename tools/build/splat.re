@@ -26,6 +26,7 @@ Bad page map
 Bad rss-counter
 kmemleak: .*(suspected memory leak|[Ee]rror|[Cc]annot|pool empty|exceeded)
 list_(add|del) corruption
+pagealloc: (memory corruption|single bit error)
 # Sleeping where one must not (DEBUG_ATOMIC_SLEEP; "BUG:" covers them too)
 sleeping function called from invalid context
 scheduling while atomic

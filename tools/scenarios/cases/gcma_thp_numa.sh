@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: Guaranteed THP honours the task's NUMA placement: with the THP area on node 1, a task bound to node 0 (set_mempolicy MPOL_BIND, or a cpuset) never gets a huge page from it, by fault or by MADV_COLLAPSE; bound to node 1 it does; move_pages() checks where every page is
+# description: Guaranteed THP honours the task's NUMA placement: with the THP area on node 1, a task bound to node 0 (set_mempolicy MPOL_BIND, or a cpuset) never gets a huge page from it, by fault or by MADV_COLLAPSE; bound to node 1 it does; move_pages() checks where every page is.  Compaction leaves the pages of split GCMA THPs in the area
 # duration: 40
 # The area at 768 MiB: node 1 holds the upper half of the guest's 1 GiB.
 # nokaslr keeps the kernel image out of its way.
@@ -87,4 +87,19 @@ check collapse1_from_area expect_eq "$(f huge_in_area /tmp/k1)" 2
 check collapse1_counted expect_eq "$(tstat collapse_alloc)" $((c0 + 2))
 check collapse1_on_node1 expect_eq "$(f node1_pages /tmp/k1)" 1024
 check area_freed expect_eq "$(read_counter $G/primary_used_pages)" 0
+
+# Compaction leaves the 4 KiB pages of split GCMA THPs where they are:
+# moving them into the zone would free no page of it.
+thp_fault -a "$range" -m 8 -H -b 1 -w /tmp/state -o split,pause:split,verify >/tmp/s.log 2>&1 &
+pid=$!
+check split_paused thp_wait_pause /tmp/state split $pid
+cat /tmp/s.log
+check split_in_area expect_eq "$(read_counter $G/primary_used_pages)" 2048
+m0=$(read_counter /proc/vmstat pgmigrate_success)
+echo 1 >/proc/sys/vm/compact_memory
+log "compaction: pgmigrate_success $m0 -> $(read_counter /proc/vmstat pgmigrate_success)"
+check compaction_left_area expect_eq "$(read_counter $G/primary_used_pages)" 2048
+kill -USR1 $pid
+check split_every_byte wait $pid
+check split_freed expect_eq "$(read_counter $G/primary_used_pages)" 0
 check no_splat no_splat

@@ -1,8 +1,18 @@
 # shellcheck shell=dash
-# description: hardware-poisoned area pages stay out of every path: a contiguous allocation never gets one, DMEM neither lends nor reads one, a released page found poisoned is retired; all counted in sysfs
-# duration: 45
-# append: gcma=16M
-# mem: 512M
+# description: area pages where the page allocator's other rules meet them: hardware-poisoned pages stay out of every path (a contiguous allocation never gets one, DMEM neither lends nor reads one, a released page found poisoned is retired; all counted in sysfs); alloc_contig_pages() (a runtime 1 GiB hugetlb page) leaves a THP area and its huge pages alone; an area across a zone boundary is refused; offlining an area's memory block fails at once
+# duration: 60
+# gcma1 (THP) lies in [1 GiB, 2 GiB), the only 1 GiB-aligned range
+# alloc_contig_pages() may try: memblock's allocations (the memory map,
+# KASAN's shadow) sit at the top of the 3 GiB, the kernel at 16 MiB
+# (nokaslr).  movablecore=768M puts ZONE_MOVABLE from 2304 MiB: gcma2
+# spans that boundary, gcma3 lies in ZONE_MOVABLE, in a memory block
+# that holds nothing unmovable but it.
+# append: gcma=16M gcma=64M@1G:thp gcma=16M@2296M gcma=16M@2432M
+# append: movablecore=768M nokaslr
+# 1 GiB pages need the CPU flag.
+# qemu: -cpu qemu64,+pdpe1gb
+# mem: 3G
+# numa: 1
 # disk: 64M ext2
 # timeout: 300
 
@@ -100,4 +110,51 @@ exec 3<&-
 umount /mnt/ext2
 check all_returned expect_eq "$(read_counter $G/secondary_lent_pages)" 0
 check still_four expect_eq "$(read_counter $G/hwpoisoned_pages)" 4
+
+# A runtime gigantic page: alloc_contig_pages() may only try [1 GiB,
+# 2 GiB), which holds the THP area.  Isolating the area's pageblocks fails
+# at once; the area's huge pages are not migrated out of it first.
+T=/sys/kernel/mm/gcma/thp
+G1=/sys/kernel/mm/gcma/gcma1
+range=$(gcma_area_range gcma1)
+echo always >$T/mode
+echo madvise >/sys/kernel/mm/transparent_hugepage/enabled
+thp_fault -a "$range" -m 32 -H -w /tmp/state -o pause:held,verify >/tmp/g.log 2>&1 &
+pid=$!
+check thp_paused thp_wait_pause /tmp/state held $pid
+check thp_in_area expect_eq "$(read_counter $G1/primary_used_pages)" 8192
+m0=$(read_counter /proc/vmstat pgmigrate_success)
+echo 1 >/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+log "gigantic pages: $(cat /sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages); pgmigrate_success $m0 -> $(read_counter /proc/vmstat pgmigrate_success)"
+check gigantic_left_area expect_eq "$(read_counter $G1/primary_used_pages)" 8192
+check gigantic_migrated_nothing expect_eq "$(read_counter /proc/vmstat pgmigrate_success)" "$m0"
+echo 0 >/sys/kernel/mm/hugepages/hugepages-1048576kB/nr_hugepages
+kill -USR1 $pid
+check thp_every_byte wait $pid
+cat /tmp/g.log
+
+# An area across the zone boundary is refused, its memory given to the
+# page allocator; its CMA area fails every allocation, cleanly.
+check movable_zone expect_dmesg 'Node 0: 0x0000000090000000'
+check straddling_refused expect_dmesg 'gcma: gcma2: \[0x000000008f800000\+0x0000000001000000\] spans zones DMA32 \(node 0\) and Movable \(node 0\) at pfn 0x90000; not used, its memory goes to the page allocator'
+check straddling_not_in_service expect_missing /sys/kernel/mm/gcma/gcma2
+check straddling_cma_alloc_fails not sh -c 'echo 1 > /sys/kernel/debug/cma/gcma2/alloc'
+check three_areas expect_dmesg 'gcma: 3 area\(s\) ready'
+
+# Offlining the memory block that holds gcma3: refused at once with
+# EBUSY (its pageblocks are isolated for good), not retried for ever.
+bs=$(($(sed 's/^/0x/' /sys/devices/system/memory/block_size_bytes)))
+blk=/sys/devices/system/memory/memory$((2432 * 1024 * 1024 / bs))
+check block_online expect_file_contains $blk/state '^online$'
+t0=$(cut -d. -f1 /proc/uptime)
+timeout 60 sh -c "echo offline > $blk/state" 2>/tmp/offline.err
+rc=$?
+cat /tmp/offline.err
+check offline_refused expect_eq $rc 1
+check offline_ebusy expect_file_contains /tmp/offline.err 'Device or resource busy'
+check offline_at_once expect_le $(($(cut -d. -f1 /proc/uptime) - t0)) 10
+check still_online expect_file_contains $blk/state '^online$'
+echo 16 > /sys/kernel/debug/cma/gcma3/alloc
+check area_still_works expect_eq "$(read_counter /sys/kernel/mm/gcma/gcma3/primary_used_pages)" 16
+echo 16 > /sys/kernel/debug/cma/gcma3/free
 check no_splat no_splat
