@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 TARGETS := help setup prepare kunit host-test scenarios test demo perf-kernel \
-	   patches checkpatch check rustfmt clippy clean distclean
+	   patches checkpatch check rustfmt clippy compile-fail clean distclean
 
 .PHONY: $(TARGETS)
 
@@ -23,7 +23,7 @@ help:
 	@echo "  make scenarios   scenario tier only, on the KUnit kernel (SCENARIO=name, SCENARIO_JOBS=n)"
 	@echo "  make prepare     extract/resync the kernel tree in build/linux"
 	@echo "  make patches     export the work as a git-am-able series in out/series"
-	@echo "  make check       rustfmtcheck, CLIPPY=1 build, checkpatch on the series"
+	@echo "  make check       rustfmtcheck, CLIPPY=1 build, compile-fail snippets, checkpatch on the series"
 	@echo "  make clean       remove build outputs (keeps the extracted tree)"
 	@echo "  make distclean   remove build/ and out/ entirely"
 
@@ -59,7 +59,7 @@ patches: setup
 checkpatch: patches
 	@tools/build/checkpatch.sh
 
-rustfmt clippy: setup
+rustfmt clippy compile-fail: setup
 	@tools/build/check.sh $@
 
 check: setup

@@ -25,12 +25,13 @@ use core::{
 };
 use kernel::{
     bindings,
+    delay::MaySleep,
     error::from_err_ptr,
     new_mutex,
     prelude::*,
     str::CStr,
     sync::{
-        rcu::{self, HasRcuHead, RcuHead},
+        rcu::{self, AtomicDrop, HasRcuHead, RcuHead},
         Mutex,
     },
 };
@@ -75,7 +76,7 @@ pub(crate) mod platform {
 // until dropped, and `RangeTree` frees retired nodes only from an RCU
 // callback queued after the writer section that retired them (or after
 // `synchronize_rcu()`), which waits for every such section.
-unsafe impl tree::ReadSide for rcu::Guard {}
+unsafe impl tree::ReadSide for rcu::Guard<'_> {}
 
 /// Replaced nodes a tree accumulates before it hands them to RCU in one
 /// batch (one `call_rcu()`).
@@ -98,6 +99,11 @@ struct RetireBatch<V> {
 unsafe impl<V> HasRcuHead for RetireBatch<V> {
     const RCU_HEAD_OFFSET: usize = mem::offset_of!(Self, head);
 }
+
+// SAFETY: dropping a batch frees its nodes with `kfree()` and drops the
+// values of the nodes that still own one, which are `Copy` (no drop
+// glue); the node hooks of the KUnit build only count, with atomics.
+unsafe impl<V: Copy> AtomicDrop for RetireBatch<V> {}
 
 impl<V> RetireBatch<V> {
     /// Allocates an empty batch, for the next hand-off.
@@ -167,6 +173,9 @@ pub struct Counters {
 /// that uses a `RangeTree` must call [`rcu::barrier`] before it is
 /// unloaded, after dropping its trees.  Dropping a tree takes its writer
 /// mutex (process context only).
+///
+/// Lookups take the caller's [`MaySleep`] token mutably: the closure they
+/// run inside the read-side section cannot sleep through it.
 ///
 /// # Invariants
 ///
@@ -304,23 +313,31 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
         self.update(|w| w.remove(start))?
     }
 
-    /// Hands the retired nodes waiting for a batch to RCU now, without
-    /// waiting for [`RETIRE_BATCH`] of them.  Does not wait for the grace
-    /// period (use [`rcu::barrier`] for that).  Sleeps.
-    pub fn flush(&self) {
+    /// Hands the pending retired nodes to RCU in one batch and returns
+    /// those that found no batch box (none: the spare batch is present
+    /// whenever nodes are pending).
+    fn hand_off(&self) -> tree::RetiredList<V> {
         let mut guard = self.writer.lock();
         let st = &mut *guard;
         let batch = Self::take_batch(st);
-        // Not reached: the spare batch is present whenever nodes are
-        // pending.  Should it be missing, wait for the grace period here.
         let orphans = mem::take(&mut st.pending);
         self.publish_hints(st);
         drop(guard);
         if let Some(b) = batch {
             rcu::drop_after_gp(b);
         }
+        orphans
+    }
+
+    /// Hands the retired nodes waiting for a batch to RCU now, without
+    /// waiting for [`RETIRE_BATCH`] of them.  Does not wait for the grace
+    /// period (use [`rcu::barrier`] for that).  Sleeps (`ctx`).
+    pub fn flush(&self, ctx: &MaySleep) {
+        let orphans = self.hand_off();
+        // Not reached (see `hand_off`).  Should the batch box be missing,
+        // wait for the grace period here.
         if !orphans.is_empty() {
-            rcu::synchronize_rcu();
+            rcu::synchronize_rcu(ctx);
             // SAFETY: the nodes were retired by writer sections that ended
             // before the grace period just waited for.
             unsafe { orphans.free() };
@@ -329,9 +346,9 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
 
     /// Frees the nodes kept in reserve for the next updates (after handing
     /// the pending retired nodes to RCU).  The next update allocates what
-    /// it needs again.  Sleeps.
-    pub fn shrink(&self) {
-        self.flush();
+    /// it needs again.  Sleeps (`ctx`).
+    pub fn shrink(&self, ctx: &MaySleep) {
+        self.flush(ctx);
         let (reserve, spare) = {
             let mut guard = self.writer.lock();
             let st = &mut *guard;
@@ -350,25 +367,35 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
 
     /// Returns `f` applied to the range containing `addr`, looked up
     /// without taking the writer mutex.
-    pub fn with_range<R>(&self, addr: usize, f: impl FnOnce(tree::Entry<'_, V>) -> R) -> Option<R> {
-        let guard = rcu::read_lock();
-        self.tree.find(&guard, addr).map(f)
-    }
-
-    /// Returns `f` applied to the first range ending above `addr`.
-    pub fn with_range_from<R>(
+    ///
+    /// `f` runs inside an RCU read-side section, which borrows `ctx`: it
+    /// cannot sleep through the token.
+    pub fn with_range<R>(
         &self,
+        ctx: &mut MaySleep,
         addr: usize,
         f: impl FnOnce(tree::Entry<'_, V>) -> R,
     ) -> Option<R> {
-        let guard = rcu::read_lock();
+        let guard = rcu::read_lock(ctx);
+        self.tree.find(&guard, addr).map(f)
+    }
+
+    /// Returns `f` applied to the first range ending above `addr`, inside
+    /// a read-side section (see [`RangeTree::with_range`]).
+    pub fn with_range_from<R>(
+        &self,
+        ctx: &mut MaySleep,
+        addr: usize,
+        f: impl FnOnce(tree::Entry<'_, V>) -> R,
+    ) -> Option<R> {
+        let guard = rcu::read_lock(ctx);
         self.tree.find_from(&guard, addr).map(f)
     }
 
     /// Calls `f` on every range in address order, inside one read-side
-    /// critical section.
-    pub fn for_each(&self, mut f: impl FnMut(tree::Entry<'_, V>)) {
-        let guard = rcu::read_lock();
+    /// critical section (see [`RangeTree::with_range`]).
+    pub fn for_each(&self, ctx: &mut MaySleep, mut f: impl FnMut(tree::Entry<'_, V>)) {
+        let guard = rcu::read_lock(ctx);
         for e in self.tree.iter(&guard) {
             f(e);
         }
@@ -492,7 +519,12 @@ impl<V: Copy + Send + Sync + 'static> PinnedDrop for RangeTree<V> {
         // Nodes retired by the last updates may still be read by lookups
         // that began before those updates (if the tree was reachable
         // under RCU): free them after a grace period, like the others.
-        self.flush();
+        let orphans = self.hand_off();
+        if !orphans.is_empty() {
+            // Not reached (see `hand_off`); a drop has no token to wait for
+            // a grace period with, so the nodes are leaked.
+            pr_warn!("{} retired nodes leaked\n", orphans.len());
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 use crate::{tree::BalanceParams, RangeTree, RETIRE_BATCH};
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::{
-    c_str, delay,
+    c_str,
+    delay::{self, MaySleep},
     kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq, new_condvar, new_mutex,
     prelude::*,
@@ -72,6 +73,9 @@ const SLOT: usize = 16;
 /// Random inserts, removes and lookups agree with a slot model, and the
 /// tree passes its full check after every update.
 fn run_against_model(params: BalanceParams, seed: u64) -> Result {
+    // SAFETY: called by the KUnit cases below, in their process context,
+    // with no atomic section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let t = KBox::pin_init(RangeTree::<u64>::with_params(params), GFP_KERNEL)?;
     // Model: length of the range in each slot (0: none) and its value.
     let mut len = KVec::from_elem(0usize, SLOTS, GFP_KERNEL)?;
@@ -113,14 +117,14 @@ fn run_against_model(params: BalanceParams, seed: u64) -> Result {
             let addr = rng.below(SLOTS * SLOT);
             let (ks, off) = (addr / SLOT, addr % SLOT);
             let want = (off < len[ks]).then(|| (ks * SLOT, ks * SLOT + len[ks], val[ks]));
-            let got = t.with_range(addr, |e| (e.start, e.end, *e.value));
+            let got = t.with_range(&mut ctx, addr, |e| (e.start, e.end, *e.value));
             kunit_expect_eq!(got, want);
         }
     }
     // In-order iteration returns exactly the model's ranges.
     let mut expect_k = 0;
     let mut ok = true;
-    t.for_each(|e| {
+    t.for_each(&mut ctx, |e| {
         while expect_k < SLOTS && len[expect_k] == 0 {
             expect_k += 1;
         }
@@ -146,10 +150,13 @@ fn matches_model_paper_params() -> Result {
 
 /// Ranges at the ends of the address space, empty ranges and overlaps.
 fn boundaries_and_overlaps() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let t = KBox::pin_init(RangeTree::<u32>::new(), GFP_KERNEL)?;
     kunit_expect!(t.is_empty());
-    kunit_expect_eq!(t.with_range(0, |e| e.start), None);
-    kunit_expect_eq!(t.with_range_from(0, |e| e.start), None);
+    kunit_expect_eq!(t.with_range(&mut ctx, 0, |e| e.start), None);
+    kunit_expect_eq!(t.with_range_from(&mut ctx, 0, |e| e.start), None);
     kunit_expect_eq!(t.insert(5, 5, 0), Err(EINVAL));
     kunit_expect_eq!(t.insert(6, 5, 0), Err(EINVAL));
     kunit_expect_eq!(t.insert(0, 1, 1), Ok(()));
@@ -159,26 +166,32 @@ fn boundaries_and_overlaps() -> Result {
     kunit_expect_eq!(t.insert(50, 101, 4), Err(EEXIST));
     kunit_expect_eq!(t.insert(199, 300, 4), Err(EEXIST));
     kunit_expect_eq!(t.insert(200, 300, 4), Ok(()));
-    kunit_expect_eq!(t.with_range(0, |e| *e.value), Some(1));
-    kunit_expect_eq!(t.with_range(1, |e| *e.value), None);
-    kunit_expect_eq!(t.with_range(usize::MAX - 1, |e| *e.value), Some(2));
-    kunit_expect_eq!(t.with_range(usize::MAX, |e| *e.value), None);
-    kunit_expect_eq!(t.with_range(199, |e| *e.value), Some(3));
-    kunit_expect_eq!(t.with_range(200, |e| *e.value), Some(4));
-    kunit_expect_eq!(t.with_range_from(1, |e| e.start), Some(100));
-    kunit_expect_eq!(t.with_range_from(300, |e| e.start), Some(usize::MAX - 1));
+    kunit_expect_eq!(t.with_range(&mut ctx, 0, |e| *e.value), Some(1));
+    kunit_expect_eq!(t.with_range(&mut ctx, 1, |e| *e.value), None);
+    kunit_expect_eq!(
+        t.with_range(&mut ctx, usize::MAX - 1, |e| *e.value),
+        Some(2)
+    );
+    kunit_expect_eq!(t.with_range(&mut ctx, usize::MAX, |e| *e.value), None);
+    kunit_expect_eq!(t.with_range(&mut ctx, 199, |e| *e.value), Some(3));
+    kunit_expect_eq!(t.with_range(&mut ctx, 200, |e| *e.value), Some(4));
+    kunit_expect_eq!(t.with_range_from(&mut ctx, 1, |e| e.start), Some(100));
+    kunit_expect_eq!(
+        t.with_range_from(&mut ctx, 300, |e| e.start),
+        Some(usize::MAX - 1)
+    );
     kunit_expect_eq!(t.remove(150), Err(ENOENT));
     kunit_expect_eq!(t.remove(100), Ok(()));
-    kunit_expect_eq!(t.with_range(150, |e| *e.value), None);
+    kunit_expect_eq!(t.with_range(&mut ctx, 150, |e| *e.value), None);
     kunit_expect_eq!(t.len(), 3);
     kunit_expect_eq!(t.check(), Ok(()));
     Ok(())
 }
 
 /// A digest of the ranges and values of a tree, to tell it unchanged.
-fn digest(t: &RangeTree<u64>) -> u64 {
+fn digest(ctx: &mut MaySleep, t: &RangeTree<u64>) -> u64 {
     let mut h = 0u64;
-    t.for_each(|e| {
+    t.for_each(ctx, |e| {
         h = h.rotate_left(7) ^ (e.start as u64) ^ ((e.end as u64) << 20) ^ (*e.value << 40);
     });
     h
@@ -189,7 +202,10 @@ fn digest(t: &RangeTree<u64>) -> u64 {
 /// batch): the update fails with `ENOMEM`, the tree is unchanged and no
 /// node is leaked; with one more allocation allowed, it succeeds.
 fn alloc_failure_leaves_tree_unchanged() -> Result {
-    rcu::barrier();
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let mut ctx = unsafe { MaySleep::new() };
+    rcu::barrier(&ctx);
     let base = fault::live();
     let (mut failures, mut ops) = (0usize, 0usize);
     {
@@ -201,17 +217,18 @@ fn alloc_failure_leaves_tree_unchanged() -> Result {
         for _ in 0..64 {
             let k = rng.below(96);
             let start = k * SLOT;
-            let present = t.with_range(start, |_| ()).is_some();
+            let present = t.with_range(&mut ctx, start, |_| ()).is_some();
             // Retired nodes of the last update go to RCU now, so that the
             // count of live nodes moves only with this update.
-            t.shrink();
-            rcu::barrier();
+            t.shrink(&ctx);
+            rcu::barrier(&ctx);
             let mut allowed = 0;
             loop {
                 // Empty reserve and no spare batch: this update allocates
                 // everything it needs.
-                t.shrink();
-                let (len, sum, stats, live) = (t.len(), digest(&t), t.stats(), fault::live());
+                t.shrink(&ctx);
+                let (len, sum, stats, live) =
+                    (t.len(), digest(&mut ctx, &t), t.stats(), fault::live());
                 fault::fail_after(allowed);
                 let r = if present {
                     t.remove(start)
@@ -221,12 +238,12 @@ fn alloc_failure_leaves_tree_unchanged() -> Result {
                 fault::stop();
                 if r != Err(ENOMEM) {
                     kunit_expect_eq!(r, Ok(()));
-                    kunit_expect_eq!(t.with_range(start, |_| ()).is_some(), !present);
+                    kunit_expect_eq!(t.with_range(&mut ctx, start, |_| ()).is_some(), !present);
                     break;
                 }
                 failures += 1;
                 kunit_expect_eq!(t.len(), len);
-                kunit_expect_eq!(digest(&t), sum);
+                kunit_expect_eq!(digest(&mut ctx, &t), sum);
                 kunit_expect_eq!(t.stats(), stats);
                 kunit_expect_eq!(fault::live(), live);
                 allowed += 1;
@@ -239,7 +256,7 @@ fn alloc_failure_leaves_tree_unchanged() -> Result {
             kunit_expect_eq!(t.check(), Ok(()));
         }
     }
-    rcu::barrier();
+    rcu::barrier(&ctx);
     kunit_expect_eq!(fault::live(), base);
     kunit_expect!(failures > ops, "too few injected failures: {}", failures);
     pr_info!(
@@ -253,7 +270,10 @@ fn alloc_failure_leaves_tree_unchanged() -> Result {
 /// Replaced nodes reach RCU in batches of at least `RETIRE_BATCH`, `flush`
 /// hands over the rest, and every node is freed once the callbacks ran.
 fn retirement_is_batched() -> Result {
-    rcu::barrier();
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let ctx = unsafe { MaySleep::new() };
+    rcu::barrier(&ctx);
     let base = fault::live();
     {
         let t = KBox::pin_init(RangeTree::<u64>::new(), GFP_KERNEL)?;
@@ -268,7 +288,7 @@ fn retirement_is_batched() -> Result {
         kunit_expect!(c.nodes_pending < RETIRE_BATCH);
         kunit_expect!(c.tree.retired - c.nodes_pending >= c.rcu_batches * RETIRE_BATCH);
         kunit_expect_eq!(c.ranges, 200);
-        t.flush();
+        t.flush(&ctx);
         let d = t.counters();
         kunit_expect_eq!(d.nodes_pending, 0);
         kunit_expect_eq!(
@@ -283,7 +303,7 @@ fn retirement_is_batched() -> Result {
     let t = KBox::pin_init(RangeTree::<u64>::new(), GFP_KERNEL)?;
     kunit_expect_eq!(t.as_ref().debugfs_register(c_str!("kunit")), Ok(()));
     drop(t);
-    rcu::barrier();
+    rcu::barrier(&ctx);
     kunit_expect_eq!(fault::live(), base);
     Ok(())
 }
@@ -314,19 +334,22 @@ struct Stress {
 /// A reader of the stress test: looks up stable ranges until told to
 /// stop; each must be found, with its value.
 fn stress_reader(s: Arc<Stress>, seed: u64) {
+    // SAFETY: the body of a work item of `spawn_workers`: process context,
+    // no atomic section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let mut rng = Rng::new(seed);
     let (mut n, mut misses) = (0usize, 0usize);
     while !s.stop.load(Ordering::Acquire) {
         for _ in 0..256 {
             let k = 2 * rng.below(STRESS_SLOTS / 2);
             let addr = k * SLOT + rng.below(8);
-            let got = s.tree.with_range(addr, |e| (e.start, *e.value));
+            let got = s.tree.with_range(&mut ctx, addr, |e| (e.start, *e.value));
             if got != Some((k * SLOT, k)) {
                 misses += 1;
             }
             n += 1;
         }
-        delay::cond_resched();
+        delay::cond_resched(&ctx);
     }
     s.lookups.fetch_add(n, Ordering::Relaxed);
     s.misses.fetch_add(misses, Ordering::Relaxed);
@@ -342,7 +365,7 @@ const STRESS_SWEEP: usize = 256;
 /// The writer of the stress test, for `STRESS_MS`: in turns, toggles 64
 /// random odd slots, then inserts a range in each slot above the stable
 /// ones in ascending order and removes them in a strided order.
-fn stress_writer(s: &Stress) -> Result<usize> {
+fn stress_writer(ctx: &MaySleep, s: &Stress) -> Result<usize> {
     let mut present = KVec::from_elem(false, STRESS_SLOTS / 2, GFP_KERNEL)?;
     let mut rng = Rng::new(0x0dd5_1075_cafe_f00d);
     let start = Ktime::ktime_get();
@@ -363,15 +386,15 @@ fn stress_writer(s: &Stress) -> Result<usize> {
         // (37 is prime to the sweep length) also rotate doubly.
         for k in STRESS_SLOTS..STRESS_SLOTS + STRESS_SWEEP {
             s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
-            delay::cond_resched();
+            delay::cond_resched(ctx);
         }
         for j in 0..STRESS_SWEEP {
             let k = STRESS_SLOTS + j * 37 % STRESS_SWEEP;
             s.tree.remove(k * SLOT)?;
-            delay::cond_resched();
+            delay::cond_resched(ctx);
         }
         updates += 2 * STRESS_SWEEP;
-        delay::cond_resched();
+        delay::cond_resched(ctx);
     }
     Ok(updates)
 }
@@ -380,6 +403,9 @@ fn stress_writer(s: &Stress) -> Result<usize> {
 /// never miss while the test thread inserts and removes other ranges and
 /// so rotates the tree constantly.
 fn concurrent_lookups_never_miss() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let ctx = unsafe { MaySleep::new() };
     let s = Arc::pin_init(
         pin_init!(Stress {
             tree <- RangeTree::new(),
@@ -401,7 +427,7 @@ fn concurrent_lookups_never_miss() -> Result {
     let readers = workers.started();
     let before = s.tree.stats();
     let start = Ktime::ktime_get();
-    let updates = stress_writer(&s);
+    let updates = stress_writer(&ctx, &s);
     s.stop.store(true, Ordering::Release);
     {
         let mut done = s.done.lock();

@@ -61,10 +61,14 @@ impl Platform for KernelPlatform {
         // SCHED_FIFO allocator that preempted a copier on its own CPU
         // would poll for ever (with RT throttling off).  Sleeping takes
         // the waiter off the run queue, so the copier finishes.
+        // SAFETY: `Platform::relax()` is called with no lock held by the
+        // wait of `Dmem::discard_range()`, which runs for the discard hook
+        // (`gcma_discard_fn`, documented "May sleep") in process context.
+        let ctx = unsafe { delay::MaySleep::new() };
         if round < SPIN_ROUNDS {
-            delay::cond_resched();
+            delay::cond_resched(&ctx);
         } else {
-            delay::msleep(1);
+            delay::msleep(&ctx, 1);
         }
     }
 }

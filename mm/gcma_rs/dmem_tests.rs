@@ -285,7 +285,9 @@ fn copier(s: &Shared, seed: u64) -> Result {
             }
         }
         if rng.below(16) == 0 {
-            delay::cond_resched();
+            // SAFETY: a worker of `dmem_concurrent`: process context, no
+            // atomic section active.
+            delay::cond_resched(&unsafe { delay::MaySleep::new() });
         }
     }
     Ok(())
@@ -315,7 +317,9 @@ fn allocator(s: &Shared, seed: u64) -> Result {
         // SAFETY: a reserved area; no warning, as the area may be short.
         let p = unsafe { bindings::gcma_alloc_gfp(area, count as _, 0, gfp) };
         if p.is_null() {
-            delay::msleep(1);
+            // SAFETY: a worker of `dmem_concurrent`: process context, no
+            // atomic section active.
+            delay::msleep(&unsafe { delay::MaySleep::new() }, 1);
             continue;
         }
         // The top of the range, where DMEM's pages are.
@@ -331,7 +335,8 @@ fn allocator(s: &Shared, seed: u64) -> Result {
             }
         }
         s.claims.fetch_add(1, Ordering::Relaxed);
-        delay::msleep(1);
+        // SAFETY: as above.
+        delay::msleep(&unsafe { delay::MaySleep::new() }, 1);
         // SAFETY: the range allocated above.
         if !unsafe { bindings::gcma_release(area, p, count as _) } {
             s.failures.fetch_add(1, Ordering::Relaxed);
@@ -373,7 +378,8 @@ fn dmem_concurrent() -> Result {
     let started = workers.started();
     kunit_expect_eq!(started, COPIERS + 1);
     while s.done.load(Ordering::Acquire) < started {
-        delay::msleep(5);
+        // SAFETY: a KUnit case: process context, no atomic section active.
+        delay::msleep(&unsafe { delay::MaySleep::new() }, 5);
     }
     kunit_expect_eq!(s.failures.load(Ordering::Relaxed), 0);
     kunit_expect!(s.hits.load(Ordering::Relaxed) > 0);

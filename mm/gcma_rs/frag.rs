@@ -199,7 +199,11 @@ impl ZoneMetrics {
                 .iter()
                 .any(|&(lo, hi)| start < hi && start + block > lo)
         };
-        zone.for_each_census(|pb, c| {
+        // SAFETY: `measure()` runs for `gcma_rs_frag_show()` (a seq_file
+        // show callback, process context by its contract) and for KUnit
+        // cases, with no atomic section active.
+        let ctx = unsafe { kernel::delay::MaySleep::new() };
+        zone.for_each_census(&ctx, |pb, c| {
             if !in_area(pb.start_pfn()) {
                 pollution.add(pb.migrate_type(), c)
             }

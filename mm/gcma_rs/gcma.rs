@@ -262,7 +262,10 @@ impl Area {
                 Ok(area_map::AllocStep::Done(out)) => break out,
                 Ok(area_map::AllocStep::Resume(next)) => {
                     from = next;
-                    delay::cond_resched();
+                    // SAFETY: `alloc()` serves `gcma_rs_alloc()`, whose C
+                    // caller `gcma_alloc_gfp()` calls `might_sleep()`; the
+                    // map lock was released with its block above.
+                    delay::cond_resched(&unsafe { delay::MaySleep::new() });
                 }
                 Err(e) if e == ENOMEM && from > 0 && now != generation && restarts < RESTARTS => {
                     (from, generation) = (0, now);

@@ -12,7 +12,7 @@ use core::{
 };
 use kernel::{
     prelude::*,
-    sync::rcu::{self, HasRcuHead, RcuHead},
+    sync::rcu::{self, AtomicDrop, HasRcuHead, RcuHead},
 };
 
 use crate::{hash::bucket_of, list::KEY_LIMIT, GlobalLock};
@@ -28,6 +28,9 @@ struct Node {
 unsafe impl HasRcuHead for Node {
     const RCU_HEAD_OFFSET: usize = mem::offset_of!(Self, rcu);
 }
+
+// SAFETY: a node has no drop glue.
+unsafe impl AtomicDrop for Node {}
 
 impl Node {
     fn alloc(key: u64, next: *mut Node) -> Result<NonNull<Node>> {
@@ -85,7 +88,7 @@ impl LockedList {
         Ok(l)
     }
 
-    fn node<'g>(p: *mut Node, _guard: &'g rcu::Guard) -> &'g Node {
+    fn node<'g>(p: *mut Node, _guard: &'g rcu::Guard<'_>) -> &'g Node {
         // SAFETY: `p` was loaded from a link walked from `head` under
         // `_guard`; walks stop at the tail, and unlinked nodes are freed
         // only after a grace period.
@@ -93,7 +96,7 @@ impl LockedList {
     }
 
     #[inline(never)]
-    fn find<'g>(&self, key: u64, guard: &'g rcu::Guard) -> (&'g Node, &'g Node) {
+    fn find<'g>(&self, key: u64, guard: &'g rcu::Guard<'_>) -> (&'g Node, &'g Node) {
         let mut prev = Self::node(self.head.as_ptr(), guard);
         let mut next = Self::node(prev.next.load(Ordering::Acquire), guard);
         while next.key < key {
@@ -104,7 +107,9 @@ impl LockedList {
     }
 
     fn contains(&self, key: u64) -> bool {
-        let guard = rcu::read_lock();
+        // SAFETY: no code of the caller runs under the guard, and the
+        // lookup does not sleep.
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         key != KEY_LIMIT && self.find(key, &guard).1.key == key
     }
 
@@ -113,7 +118,9 @@ impl LockedList {
             return Err(EINVAL);
         }
         let new = Node::alloc(key, ptr::null_mut())?;
-        let guard = rcu::read_lock();
+        // SAFETY: no code of the caller runs under the guard, and the
+        // update does not sleep (it holds a spinlock).
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         let held = self.lock.lock(0);
         let (prev, next) = self.find(key, &guard);
         let done = next.key != key;
@@ -137,7 +144,9 @@ impl LockedList {
         if key == KEY_LIMIT {
             return false;
         }
-        let guard = rcu::read_lock();
+        // SAFETY: no code of the caller runs under the guard, and the
+        // update does not sleep (it holds a spinlock).
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         let held = self.lock.lock(0);
         let (prev, e) = self.find(key, &guard);
         let found = e.key == key;

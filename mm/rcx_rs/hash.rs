@@ -3,7 +3,11 @@
 //! The RCX hash table: a fixed number of buckets, each an RCX sorted list,
 //! sharing one update side ([`Rcx`]) and so one set of counters.
 
-use kernel::{prelude::*, sync::rcu};
+use kernel::{
+    delay::MaySleep,
+    prelude::*,
+    sync::rcu::{self, AtomicDrop},
+};
 
 use crate::{
     list::{ListCore, KEY_LIMIT},
@@ -17,12 +21,12 @@ pub fn bucket_of(key: u64, n: usize) -> usize {
 
 /// An RCX-protected hash table of `u64` keys below [`KEY_LIMIT`], each
 /// with a value (see [`crate::list::RcxList`]).
-pub struct RcxHash<V: Send + Sync + Default + 'static = ()> {
+pub struct RcxHash<V: Send + Sync + AtomicDrop + Default + 'static = ()> {
     rcx: Rcx,
     buckets: KVec<ListCore<V>>,
 }
 
-impl<V: Send + Sync + Default + 'static> RcxHash<V> {
+impl<V: Send + Sync + AtomicDrop + Default + 'static> RcxHash<V> {
     /// Returns an empty table of `buckets` buckets (at least one).
     pub fn new(mode: Mode, buckets: usize) -> Result<Self> {
         Self::with_rcx(Rcx::new(mode)?, buckets)
@@ -58,14 +62,23 @@ impl<V: Send + Sync + Default + 'static> RcxHash<V> {
             return false;
         }
         let bucket = self.bucket(key);
-        let guard = rcu::read_lock();
+        // SAFETY: no code of the caller runs under the guard, and the
+        // lookup does not sleep.
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         bucket.get(key, &guard).is_some()
     }
 
-    /// Calls `f` with `key`'s value if the key is in the table.
-    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(&V) -> R) -> Option<R> {
+    /// Calls `f` with `key`'s value if the key is in the table, inside an
+    /// RCU read-side section, which borrows `ctx`: `f` cannot sleep through
+    /// the token.
+    pub fn with_value<R>(
+        &self,
+        ctx: &mut MaySleep,
+        key: u64,
+        f: impl FnOnce(&V) -> R,
+    ) -> Option<R> {
         let bucket = self.bucket(key);
-        let guard = rcu::read_lock();
+        let guard = rcu::read_lock(ctx);
         bucket.get(key, &guard).map(f)
     }
 
@@ -89,7 +102,13 @@ impl<V: Send + Sync + Default + 'static> RcxHash<V> {
         for (i, b) in self.buckets.iter().enumerate() {
             total += b.check()?;
             let mut misplaced = false;
-            b.for_each_key(|k| misplaced |= bucket_of(k, self.buckets.len()) != i);
+            // SAFETY: no code of the caller runs under the guard, and the
+            // walk does not sleep.
+            let guard = unsafe { rcu::Guard::new_unchecked() };
+            b.for_each_item(&guard, |item| {
+                misplaced |= bucket_of(item.key(), self.buckets.len()) != i
+            });
+            drop(guard);
             if misplaced {
                 return Err(EINVAL);
             }

@@ -32,8 +32,9 @@ use core::{
     sync::atomic::{AtomicPtr, Ordering},
 };
 use kernel::{
+    delay::MaySleep,
     prelude::*,
-    sync::rcu::{self, HasRcuHead, RcuHead},
+    sync::rcu::{self, AtomicDrop, HasRcuHead, RcuHead},
 };
 
 use crate::{backoff, Attempt, HeaderRef, Mode, Rcx, Stats};
@@ -67,6 +68,10 @@ pub struct Item<V> {
 unsafe impl<V> HasRcuHead for Item<V> {
     const RCU_HEAD_OFFSET: usize = mem::offset_of!(Self, rcu);
 }
+
+// SAFETY: an item has no `Drop` of its own; dropping it drops its `V`,
+// which is `AtomicDrop`, and fields without drop glue.
+unsafe impl<V: AtomicDrop> AtomicDrop for Item<V> {}
 
 // SAFETY: an item is shared between readers and updaters only through
 // atomics and the locks of its slot; its value is `Send` and `Sync`.
@@ -135,17 +140,17 @@ impl<V> Item<V> {
 /// unlinked it.  So every item a walk reaches, forward or back, was linked
 /// at some moment of the walk's read-side section, and is freed only after
 /// it.  The sentinels hold `V::default()`, which no lookup returns.
-pub(crate) struct ListCore<V: Send + Sync + 'static> {
+pub(crate) struct ListCore<V: Send + Sync + AtomicDrop + 'static> {
     head: NonNull<Item<V>>,
 }
 
 // SAFETY: items are `Send` and `Sync` (see `Item`); the list only holds
 // pointers to them.
-unsafe impl<V: Send + Sync> Send for ListCore<V> {}
+unsafe impl<V: Send + Sync + AtomicDrop> Send for ListCore<V> {}
 // SAFETY: see above.
-unsafe impl<V: Send + Sync> Sync for ListCore<V> {}
+unsafe impl<V: Send + Sync + AtomicDrop> Sync for ListCore<V> {}
 
-impl<V: Send + Sync + Default + 'static> ListCore<V> {
+impl<V: Send + Sync + AtomicDrop + Default + 'static> ListCore<V> {
     /// Returns an empty list: the two sentinels.
     pub(crate) fn new() -> Result<Self> {
         let tail = Item::alloc(KEY_LIMIT, V::default(), ptr::null_mut())?;
@@ -162,9 +167,9 @@ impl<V: Send + Sync + Default + 'static> ListCore<V> {
     }
 }
 
-impl<V: Send + Sync + 'static> ListCore<V> {
+impl<V: Send + Sync + AtomicDrop + 'static> ListCore<V> {
     /// Returns the item behind a link loaded under `_guard`.
-    fn item<'g>(p: *mut Item<V>, _guard: &'g rcu::Guard) -> &'g Item<V> {
+    fn item<'g>(p: *mut Item<V>, _guard: &'g rcu::Guard<'_>) -> &'g Item<V> {
         // SAFETY: `p` was loaded from a link reachable from `head` inside
         // the read-side section of `_guard`; the list never stores null in
         // a link it walks past (only `tail.next` is null and walks stop at
@@ -175,7 +180,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
 
     /// Returns what `item` links to: its successor, or its predecessor if
     /// `item` was removed.
-    fn next<'g>(item: &'g Item<V>, guard: &'g rcu::Guard) -> &'g Item<V> {
+    fn next<'g>(item: &'g Item<V>, guard: &'g rcu::Guard<'_>) -> &'g Item<V> {
         Self::item(item.next.load(Ordering::Acquire), guard)
     }
 
@@ -184,7 +189,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
     /// that goes back (its item was removed under the walk) leads to a key
     /// below `key`, so the loop walks on from there.
     #[inline(never)]
-    fn find<'g>(&self, key: u64, guard: &'g rcu::Guard) -> (&'g Item<V>, &'g Item<V>) {
+    fn find<'g>(&self, key: u64, guard: &'g rcu::Guard<'_>) -> (&'g Item<V>, &'g Item<V>) {
         let mut prev = Self::item(self.head.as_ptr(), guard);
         let mut next = Self::next(prev, guard);
         while next.key < key {
@@ -195,7 +200,7 @@ impl<V: Send + Sync + 'static> ListCore<V> {
     }
 
     /// Returns the value of `key`'s item if it is in the list.
-    pub(crate) fn get<'g>(&self, key: u64, guard: &'g rcu::Guard) -> Option<&'g V> {
+    pub(crate) fn get<'g>(&self, key: u64, guard: &'g rcu::Guard<'_>) -> Option<&'g V> {
         if key == KEY_LIMIT {
             return None;
         }
@@ -212,7 +217,9 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         // Allocated once, before any lock, and reused across retries.
         let new = Item::alloc(key, value, ptr::null_mut())?;
         loop {
-            let guard = rcu::read_lock();
+            // SAFETY: no code of the caller runs under the guard, and the
+            // update does not sleep (its lock attempts spin).
+            let guard = unsafe { rcu::Guard::new_unchecked() };
             let (prev, next) = self.find(key, &guard);
             if next.key == key {
                 drop(guard);
@@ -254,7 +261,9 @@ impl<V: Send + Sync + 'static> ListCore<V> {
             return false;
         }
         loop {
-            let guard = rcu::read_lock();
+            // SAFETY: no code of the caller runs under the guard, and the
+            // update does not sleep (its lock attempts spin).
+            let guard = unsafe { rcu::Guard::new_unchecked() };
             let (p, e) = self.find(key, &guard);
             if e.key != key {
                 return false;
@@ -309,7 +318,9 @@ impl<V: Send + Sync + 'static> ListCore<V> {
     /// whose link goes back, is linked), no duplicate, ending at the tail.
     /// Returns the item count.
     pub(crate) fn check(&self) -> Result<usize> {
-        let guard = rcu::read_lock();
+        // SAFETY: no code of the caller runs under the guard, and the walk
+        // does not sleep.
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         let mut n = 0;
         let mut cur = Self::item(self.head.as_ptr(), &guard);
         let mut last: Option<u64> = None;
@@ -331,17 +342,16 @@ impl<V: Send + Sync + 'static> ListCore<V> {
         }
     }
 
-    /// Calls `f` with every key in order.
-    pub(crate) fn for_each_key(&self, mut f: impl FnMut(u64)) {
-        self.for_each_item(|item| f(item.key))
-    }
-
-    /// Calls `f` with every linked item in order (sentinels excluded).
-    pub(crate) fn for_each_item(&self, mut f: impl FnMut(&Item<V>)) {
-        let guard = rcu::read_lock();
-        let mut cur = Self::item(self.head.as_ptr(), &guard);
+    /// Calls `f` with every linked item in order (sentinels excluded),
+    /// inside the read-side section of `guard`.
+    pub(crate) fn for_each_item<'g>(
+        &self,
+        guard: &'g rcu::Guard<'_>,
+        mut f: impl FnMut(&'g Item<V>),
+    ) {
+        let mut cur = Self::item(self.head.as_ptr(), guard);
         loop {
-            let next = Self::next(cur, &guard);
+            let next = Self::next(cur, guard);
             if next.key == KEY_LIMIT {
                 return;
             }
@@ -351,13 +361,13 @@ impl<V: Send + Sync + 'static> ListCore<V> {
     }
 
     /// Returns the first linked item, or the tail, for layout checks.
-    pub(crate) fn first<'g>(&self, guard: &'g rcu::Guard) -> &'g Item<V> {
+    pub(crate) fn first<'g>(&self, guard: &'g rcu::Guard<'_>) -> &'g Item<V> {
         let head = Self::item(self.head.as_ptr(), guard);
         Self::next(head, guard)
     }
 }
 
-impl<V: Send + Sync + 'static> Drop for ListCore<V> {
+impl<V: Send + Sync + AtomicDrop + 'static> Drop for ListCore<V> {
     fn drop(&mut self) {
         // No reader or updater is left (we have `&mut self`); free every
         // linked item, sentinels included.
@@ -374,12 +384,12 @@ impl<V: Send + Sync + 'static> Drop for ListCore<V> {
 /// An RCX-protected sorted list of `u64` keys below [`KEY_LIMIT`], each
 /// with a value (`()` for a set; an `Option` for optional values, free of
 /// cost when the value type has a niche, as a `KBox` or `Arc` has).
-pub struct RcxList<V: Send + Sync + Default + 'static = ()> {
+pub struct RcxList<V: Send + Sync + AtomicDrop + Default + 'static = ()> {
     rcx: Rcx,
     core: ListCore<V>,
 }
 
-impl<V: Send + Sync + Default + 'static> RcxList<V> {
+impl<V: Send + Sync + AtomicDrop + Default + 'static> RcxList<V> {
     /// Returns an empty list whose updates win the node words as `mode` says.
     pub fn new(mode: Mode) -> Result<Self> {
         Self::with_rcx(Rcx::new(mode)?)
@@ -400,20 +410,29 @@ impl<V: Send + Sync + Default + 'static> RcxList<V> {
     }
 
     /// Calls `f` with every item in key order, for tests.
-    pub(crate) fn for_each_item(&self, f: impl FnMut(&Item<V>)) {
-        self.core.for_each_item(f)
+    pub(crate) fn for_each_item(&self, ctx: &mut MaySleep, f: impl FnMut(&Item<V>)) {
+        let guard = rcu::read_lock(ctx);
+        self.core.for_each_item(&guard, f)
     }
 
     /// Returns whether `key` is in the list (a plain RCU reader).
     pub fn contains(&self, key: u64) -> bool {
-        let guard = rcu::read_lock();
+        // SAFETY: no code of the caller runs under the guard, and the
+        // lookup does not sleep.
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         self.core.get(key, &guard).is_some()
     }
 
     /// Calls `f` with `key`'s value if the key is in the list, inside an
-    /// RCU read-side section.
-    pub fn with_value<R>(&self, key: u64, f: impl FnOnce(&V) -> R) -> Option<R> {
-        let guard = rcu::read_lock();
+    /// RCU read-side section, which borrows `ctx`: `f` cannot sleep
+    /// through the token.
+    pub fn with_value<R>(
+        &self,
+        ctx: &mut MaySleep,
+        key: u64,
+        f: impl FnOnce(&V) -> R,
+    ) -> Option<R> {
+        let guard = rcu::read_lock(ctx);
         self.core.get(key, &guard).map(f)
     }
 
@@ -433,9 +452,11 @@ impl<V: Send + Sync + Default + 'static> RcxList<V> {
         self.core.check()
     }
 
-    /// Calls `f` with every key in ascending order.
-    pub fn for_each_key(&self, f: impl FnMut(u64)) {
-        self.core.for_each_key(f)
+    /// Calls `f` with every key in ascending order, inside one read-side
+    /// section (see [`RcxList::with_value`]).
+    pub fn for_each_key(&self, ctx: &mut MaySleep, mut f: impl FnMut(u64)) {
+        let guard = rcu::read_lock(ctx);
+        self.core.for_each_item(&guard, |item| f(item.key))
     }
 
     /// Returns the update counters.
@@ -448,9 +469,10 @@ impl<V: Send + Sync + Default + 'static> RcxList<V> {
         self.rcx.path_name()
     }
 
-    /// Calls `f` with the first item (or the tail sentinel), for checks.
-    pub fn with_first<R>(&self, f: impl FnOnce(&Item<V>) -> R) -> R {
-        let guard = rcu::read_lock();
+    /// Calls `f` with the first item (or the tail sentinel), for checks,
+    /// inside a read-side section (see [`RcxList::with_value`]).
+    pub fn with_first<R>(&self, ctx: &mut MaySleep, f: impl FnOnce(&Item<V>) -> R) -> R {
+        let guard = rcu::read_lock(ctx);
         f(self.core.first(&guard))
     }
 
@@ -460,7 +482,9 @@ impl<V: Send + Sync + Default + 'static> RcxList<V> {
     /// protects it; what it links to was linked during that section, so it
     /// is protected too.
     pub(crate) fn key_after(&self, item: &Item<V>) -> u64 {
-        let guard = rcu::read_lock();
+        // SAFETY: nested in the section that protects `item`; no code of
+        // the caller runs under the guard, and the walk does not sleep.
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         ListCore::next(item, &guard).key
     }
 
@@ -469,7 +493,9 @@ impl<V: Send + Sync + Default + 'static> RcxList<V> {
     /// item while it is removed.  `item` is protected as for
     /// [`RcxList::key_after`].
     pub(crate) fn contains_from(&self, item: &Item<V>, key: u64) -> bool {
-        let guard = rcu::read_lock();
+        // SAFETY: nested in the section that protects `item`; no code of
+        // the caller runs under the guard, and the walk does not sleep.
+        let guard = unsafe { rcu::Guard::new_unchecked() };
         let mut next = ListCore::next(item, &guard);
         while next.key < key {
             next = ListCore::next(next, &guard);

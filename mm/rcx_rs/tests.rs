@@ -10,7 +10,7 @@ use crate::{
 };
 use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 use kernel::{
-    delay,
+    delay::{self, MaySleep},
     kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq,
     mm::numa::{self, NodeId},
@@ -71,6 +71,9 @@ kernel::kunit_suite! {
 /// told by the direction of its link.  The slot's global lock and each of its node words
 /// own a cache line, and the slot is the same for the same item.
 fn item_layout() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let list: RcxList = RcxList::new(Mode::Fallback)?;
     list.insert(7, ())?;
     kunit_expect_eq!(core::mem::size_of::<Item<()>>(), 32);
@@ -78,7 +81,7 @@ fn item_layout() -> Result {
         core::mem::size_of::<Item<Option<KBox<u64>>>>(),
         32 + core::mem::size_of::<usize>()
     );
-    list.with_first(|item: &Item<()>| {
+    list.with_first(&mut ctx, |item: &Item<()>| {
         kunit_expect_eq!(item.key(), 7);
         let slot = list.rcx().slot_of(item);
         kunit_expect!(core::ptr::eq(
@@ -112,7 +115,7 @@ fn item_layout() -> Result {
     // (A walk is an RCU read-side section: no allocation in it.)
     let mut slots = [0usize; 65];
     let (mut n, mut distinct) = (0, 0);
-    list.for_each_item(|item| {
+    list.for_each_item(&mut ctx, |item| {
         let g = list.rcx().slot_of(item).global as *const _ as usize;
         if n < slots.len() {
             if !slots[..distinct].contains(&g) {
@@ -299,7 +302,7 @@ trait Set {
     fn ins(&self, k: u64) -> Result<bool>;
     fn rem(&self, k: u64) -> bool;
     fn has(&self, k: u64) -> bool;
-    fn val(&self, k: u64) -> Option<u64>;
+    fn val(&self, ctx: &mut MaySleep, k: u64) -> Option<u64>;
     fn check(&self) -> Result<usize>;
     fn stats(&self) -> Stats;
 }
@@ -317,8 +320,8 @@ macro_rules! impl_set {
             fn has(&self, k: u64) -> bool {
                 self.contains(k)
             }
-            fn val(&self, k: u64) -> Option<u64> {
-                self.with_value(k, |v| *v)
+            fn val(&self, ctx: &mut MaySleep, k: u64) -> Option<u64> {
+                self.with_value(ctx, k, |v| *v)
             }
             fn check(&self) -> Result<usize> {
                 $t::check(self)
@@ -335,6 +338,9 @@ impl_set!(RcxList, RcxHash);
 /// Random inserts, removes and lookups agree with a model (a bitmap), and
 /// the structure stays sorted and duplicate-free throughout.
 fn against_model(s: &impl Set, seed: u64) -> Result {
+    // SAFETY: called by the KUnit cases below, in their process context,
+    // with no atomic section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let mut model = KVec::from_elem(false, MODEL_KEYS as usize, GFP_KERNEL)?;
     let mut rng = Rng::new(seed);
     let mut errors = 0;
@@ -352,7 +358,7 @@ fn against_model(s: &impl Set, seed: u64) -> Result {
                 *present = false;
                 r
             }
-            _ => s.has(k) == *present && s.val(k) == present.then_some(k * 3),
+            _ => s.has(k) == *present && s.val(&mut ctx, k) == present.then_some(k * 3),
         };
         if !ok {
             errors += 1;
@@ -449,6 +455,10 @@ fn hash_model_emulated() -> Result {
 /// A value that counts its drops.
 struct Counted(Arc<AtomicUsize>);
 
+// SAFETY: dropping a `Counted` adds to an atomic counter and drops an
+// `Arc` of an atomic.
+unsafe impl rcu::AtomicDrop for Counted {}
+
 impl Drop for Counted {
     fn drop(&mut self) {
         self.0.fetch_add(1, Ordering::Relaxed);
@@ -459,6 +469,9 @@ impl Drop for Counted {
 /// while a reader may still use it), and dropping the list drops the
 /// values of the items left in it.
 fn removal_frees_after_gp() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let drops = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
     let l: RcxList<Option<Counted>> = RcxList::new(Mode::Fallback)?;
     for k in 0..64 {
@@ -469,7 +482,7 @@ fn removal_frees_after_gp() -> Result {
     kunit_expect_eq!(drops.load(Ordering::Relaxed), 1);
     {
         // Inside a read-side section, removed values stay alive.
-        let _guard = rcu::read_lock();
+        let _guard = rcu::read_lock(&mut ctx);
         for k in (0..64).step_by(2) {
             kunit_expect!(l.remove(k));
         }
@@ -477,12 +490,12 @@ fn removal_frees_after_gp() -> Result {
     }
     kunit_expect_eq!(l.check(), Ok(32));
     let mut keys = KVec::new();
-    l.for_each_key(|k| {
+    l.for_each_key(&mut ctx, |k| {
         let _ = keys.push(k, GFP_ATOMIC);
     });
     kunit_expect_eq!(keys.len(), 32);
     kunit_expect!(keys.iter().enumerate().all(|(i, k)| *k == 2 * i as u64 + 1));
-    rcu::barrier();
+    rcu::barrier(&ctx);
     kunit_expect_eq!(drops.load(Ordering::Relaxed), 1 + 32);
     drop(l);
     kunit_expect_eq!(drops.load(Ordering::Relaxed), 1 + 64);
@@ -494,11 +507,14 @@ fn removal_frees_after_gp() -> Result {
 /// removed, reads its key, steps back and walks on to every key after it;
 /// the key is gone for lookups and removals, and can be inserted anew.
 fn removal_links_back() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let list: RcxList<u64> = RcxList::new(Mode::Fallback)?;
     for k in 1..=4 {
         list.insert(k, 10 * k)?;
     }
-    list.with_first(|first| {
+    list.with_first(&mut ctx, |first| {
         kunit_expect_eq!(first.key(), 1);
         kunit_expect!(!first.is_removed());
         kunit_expect_eq!(list.key_after(first), 2);
@@ -512,11 +528,12 @@ fn removal_links_back() -> Result {
         kunit_expect!(!list.contains_from(first, 1));
         kunit_expect!(!list.remove(1));
         kunit_expect!(!list.contains(1));
-        kunit_expect_eq!(list.with_value(2, |v| *v), Some(20));
     });
+    // (Not inside the walk above: its section holds the token.)
+    kunit_expect_eq!(list.with_value(&mut ctx, 2, |v| *v), Some(20));
     // A removed item in the middle links back to the item before it, and
     // a second removal under the same reader sends it back once more.
-    list.for_each_item(|item| {
+    list.for_each_item(&mut ctx, |item| {
         if item.key() != 3 {
             return;
         }
@@ -531,10 +548,10 @@ fn removal_links_back() -> Result {
     for k in 1..=3 {
         kunit_expect_eq!(list.insert(k, 10 * k + 1), Ok(true));
     }
-    kunit_expect_eq!(list.with_value(1, |v| *v), Some(11));
-    list.with_first(|first| kunit_expect!(!first.is_removed()));
+    kunit_expect_eq!(list.with_value(&mut ctx, 1, |v| *v), Some(11));
+    list.with_first(&mut ctx, |first| kunit_expect!(!first.is_removed()));
     kunit_expect_eq!(list.check(), Ok(4));
-    rcu::barrier();
+    rcu::barrier(&ctx);
     Ok(())
 }
 
@@ -546,6 +563,9 @@ const ABORT_INSERTS: u64 = 8;
 /// updates run on a worker so that a path that retried forever fails the
 /// case instead of hanging the run.
 fn aborting_txn_falls_back() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let ctx = unsafe { MaySleep::new() };
     let rcx = Rcx::new(Mode::Emulated { abort_one_in: 1 })?.phase1_always();
     let l = Arc::new(RcxList::<u64>::with_rcx(rcx)?, GFP_KERNEL)?;
     let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
@@ -573,7 +593,7 @@ fn aborting_txn_falls_back() -> Result {
         if done.load(Ordering::Acquire) >= 1000 {
             break;
         }
-        delay::msleep(10);
+        delay::msleep(&ctx, 10);
     }
     let updates = ABORT_INSERTS + ABORT_INSERTS / 2;
     kunit_expect_eq!(done.load(Ordering::Acquire), 1000 + updates as usize);
@@ -593,7 +613,7 @@ fn aborting_txn_falls_back() -> Result {
     kunit_expect!(f.remove(1));
     kunit_expect_eq!(f.stats(), Stats::default());
     drop(f);
-    rcu::barrier();
+    rcu::barrier(&ctx);
     Ok(())
 }
 
@@ -639,6 +659,9 @@ struct Stress<S> {
 }
 
 fn stress_worker<S: Set>(st: Arc<Stress<S>>, seed: u64) {
+    // SAFETY: the body of a work item of `spawn_workers`: process context,
+    // no atomic section active.
+    let mut ctx = unsafe { MaySleep::new() };
     let mut rng = Rng::new(seed);
     for i in 0..STRESS_OPS {
         let k = rng.below_u64(STRESS_KEYS);
@@ -659,13 +682,13 @@ fn stress_worker<S: Set>(st: Arc<Stress<S>>, seed: u64) {
             }
             _ => {
                 // A value, if found, is always the one inserted with it.
-                if st.s.has(k) && st.s.val(k).is_some_and(|v| v != k * 3) {
+                if st.s.has(k) && st.s.val(&mut ctx, k).is_some_and(|v| v != k * 3) {
                     st.errors.fetch_add(1, Ordering::Relaxed);
                 }
             }
         }
         if i % 64 == 0 {
-            delay::cond_resched();
+            delay::cond_resched(&ctx);
         }
     }
     st.done.fetch_add(1, Ordering::Release);
@@ -675,6 +698,9 @@ fn stress_worker<S: Set>(st: Arc<Stress<S>>, seed: u64) {
 /// the structure: sorted, no duplicates, and exactly the keys that the
 /// successful operations leave present.
 fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
+    // SAFETY: called by the KUnit cases below, in their process context,
+    // with no atomic section active.
+    let ctx = unsafe { MaySleep::new() };
     let mut net = KVec::with_capacity(STRESS_KEYS as usize, GFP_KERNEL)?;
     for k in 0..STRESS_KEYS {
         // Start half full.
@@ -699,7 +725,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
     });
     let workers = guard.started();
     while st.done.load(Ordering::Acquire) < workers {
-        delay::msleep(10);
+        delay::msleep(&ctx, 10);
     }
     kunit_expect_eq!(workers, STRESS_WORKERS);
     kunit_expect_eq!(st.errors.load(Ordering::Relaxed), 0);
@@ -730,7 +756,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
         c.fallbacks,
         c.revalidations
     );
-    rcu::barrier();
+    rcu::barrier(&ctx);
     Ok(())
 }
 
@@ -769,6 +795,9 @@ fn stress_list_shared_slots() -> Result {
 /// holding its node's words.  (Needs two CPUs: the worker spins with the
 /// lock held.)
 fn contended_attempt_takes_phase1() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let ctx = unsafe { MaySleep::new() };
     let a = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
     let b = Arc::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
     // SAFETY: the headers are at their final addresses and not used yet.
@@ -806,7 +835,7 @@ fn contended_attempt_takes_phase1() -> Result {
         return Err(ENOMEM);
     }
     while state.load(Ordering::Acquire) == 0 {
-        delay::msleep(1);
+        delay::msleep(&ctx, 1);
     }
     let rcx = Rcx::new(Mode::Fallback)?;
     let words_held = |h: &Header| h.node_locks().holder(numa::current_node()).is_some();
@@ -817,7 +846,7 @@ fn contended_attempt_takes_phase1() -> Result {
         Attempt::Done
     );
     while state.load(Ordering::Acquire) == 1 {
-        delay::msleep(1);
+        delay::msleep(&ctx, 1);
     }
     kunit_expect_eq!(state.load(Ordering::Acquire), 2);
     Ok(())

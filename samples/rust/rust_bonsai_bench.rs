@@ -24,7 +24,7 @@ use core::ffi::{c_int, c_uint, c_ulong, c_void};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use kernel::{prelude::*, processor::cpu_relax, sync::rcu, time::Ktime};
+use kernel::{delay::MaySleep, prelude::*, processor::cpu_relax, sync::rcu, time::Ktime};
 
 use crate::{tree, RangeTree};
 
@@ -90,13 +90,15 @@ mod ffi {
     }
 }
 
-fn msleep(ms: u32) {
-    // SAFETY: FFI call without preconditions; the caller may sleep.
+fn msleep(_ctx: &MaySleep, ms: u32) {
+    // SAFETY: FFI call without preconditions; `_ctx` proves the caller may
+    // sleep.
     unsafe { ffi::bonsai_bench_msleep(ms as c_uint) };
 }
 
-fn cond_resched() {
-    // SAFETY: FFI call without preconditions; the caller may sleep.
+fn cond_resched(_ctx: &MaySleep) {
+    // SAFETY: FFI call without preconditions; `_ctx` proves the caller may
+    // sleep.
     unsafe { ffi::bonsai_bench_cond_resched() };
 }
 
@@ -174,7 +176,13 @@ struct Shape {
 /// The tree is local and never published, so this function is its only
 /// writer and it has no reader: replaced nodes are freed without waiting
 /// for a grace period.
-fn build(params: tree::BalanceParams, n: usize, random: bool, seed: u64) -> Result<Shape> {
+fn build(
+    ctx: &MaySleep,
+    params: tree::BalanceParams,
+    n: usize,
+    random: bool,
+    seed: u64,
+) -> Result<Shape> {
     let t = tree::Tree::<usize>::with_params(params);
     let mut reserve = tree::NodeReserve::new();
     let mut retired = tree::RetiredList::new();
@@ -205,7 +213,7 @@ fn build(params: tree::BalanceParams, n: usize, random: bool, seed: u64) -> Resu
             unsafe { old.free() };
         }
         if i % 1024 == 0 {
-            cond_resched();
+            cond_resched(ctx);
         }
     }
     let ns = now_ns() - start_ns;
@@ -224,7 +232,7 @@ fn build(params: tree::BalanceParams, n: usize, random: bool, seed: u64) -> Resu
     Ok(Shape { stats, report, ns })
 }
 
-fn structure_table() -> Result {
+fn structure_table(ctx: &MaySleep) -> Result {
     out!("Bonsai structure: per insert, and height (root-to-leaf nodes) vs its bound\n");
     out!(
         "{:<8} {:>7} {:<6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7}\n",
@@ -248,7 +256,7 @@ fn structure_table() -> Result {
     for n in [1_000usize, 100_000] {
         for random in [true, false] {
             for (name, params) in sets {
-                let s = build(params, n, random, n as u64)?;
+                let s = build(ctx, params, n, random, n as u64)?;
                 let per = |c: usize| Fixed2(c as u64, n as u64);
                 out!(
                     "{:<8} {:>7} {:<6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7}\n",
@@ -306,8 +314,9 @@ fn slot_start(slot: usize) -> usize {
 
 /// A structure under test: ranges with non-zero `usize` values.
 trait Subject: Sync {
-    /// The value of the range containing `addr`, or 0.
-    fn lookup(&self, addr: usize) -> usize;
+    /// The value of the range containing `addr`, or 0 (`ctx` for
+    /// structures whose lookups take a read-side token).
+    fn lookup(&self, ctx: &mut MaySleep, addr: usize) -> usize;
     /// Inserts `[start, end)`; false on failure.
     fn insert(&self, start: usize, end: usize, value: usize) -> bool;
     /// Removes the range starting at `start`; false on failure.
@@ -316,8 +325,8 @@ trait Subject: Sync {
 
 impl Subject for RangeTree<usize> {
     #[inline]
-    fn lookup(&self, addr: usize) -> usize {
-        self.with_range(addr, |e| *e.value).unwrap_or(0)
+    fn lookup(&self, ctx: &mut MaySleep, addr: usize) -> usize {
+        self.with_range(ctx, addr, |e| *e.value).unwrap_or(0)
     }
 
     fn insert(&self, start: usize, end: usize, value: usize) -> bool {
@@ -402,7 +411,7 @@ impl<B: Baseline> Drop for CTree<B> {
 }
 
 impl<B: Baseline> Subject for CTree<B> {
-    fn lookup(&self, addr: usize) -> usize {
+    fn lookup(&self, _ctx: &mut MaySleep, addr: usize) -> usize {
         // SAFETY: by the type invariant the structure is live.
         unsafe { (B::OPS.lookup)(self.0.as_ptr(), addr as c_ulong) as usize }
     }
@@ -449,14 +458,14 @@ struct Run<'a, S> {
 }
 
 /// Waits for the start signal; false if the cell was called off.
-fn wait_go<S>(run: &Run<'_, S>) -> bool {
+fn wait_go<S>(ctx: &MaySleep, run: &Run<'_, S>) -> bool {
     while !run.go.load(Ordering::Acquire) {
         if run.stop.load(Ordering::Acquire) {
             return false;
         }
         cpu_relax();
         // Without preemption, let the coordinator and RCU run here.
-        cond_resched();
+        cond_resched(ctx);
     }
     true
 }
@@ -468,11 +477,14 @@ fn wait_go<S>(run: &Run<'_, S>) -> bool {
 ///
 /// `arg` points to a [`Run`] that outlives the thread.
 unsafe extern "C" fn reader_main<S: Subject>(arg: *mut c_void) -> c_int {
+    // SAFETY: the body of a kthread: process context, no atomic section
+    // active.
+    let mut ctx = unsafe { MaySleep::new() };
     // SAFETY: per the function's contract.
     let run = unsafe { &*arg.cast::<Run<'_, S>>() };
     let idx = run.next_reader.fetch_add(1, Ordering::Relaxed);
     run.started.fetch_add(1, Ordering::AcqRel);
-    if !wait_go(run) {
+    if !wait_go(&ctx, run) {
         return 0;
     }
     let mut rng = Rng::new(run.seed ^ ((idx as u64 + 1) << 32));
@@ -482,12 +494,12 @@ unsafe extern "C" fn reader_main<S: Subject>(arg: *mut c_void) -> c_int {
             let r = rng.next();
             let slot = 2 * (((r & 0xffff_ffff) * NR_RANGES) >> 32) as usize;
             let addr = slot_start(slot) + (r >> 32) as usize % LEN;
-            if run.subject.lookup(addr) != slot + 1 {
+            if run.subject.lookup(&mut ctx, addr) != slot + 1 {
                 wrong += 1;
             }
         }
         n += 64;
-        cond_resched();
+        cond_resched(&ctx);
     }
     run.lookups[idx].store(n, Ordering::Relaxed);
     run.wrong.fetch_add(wrong, Ordering::Relaxed);
@@ -501,10 +513,13 @@ unsafe extern "C" fn reader_main<S: Subject>(arg: *mut c_void) -> c_int {
 ///
 /// `arg` points to a [`Run`] that outlives the thread.
 unsafe extern "C" fn writer_main<S: Subject>(arg: *mut c_void) -> c_int {
+    // SAFETY: the body of a kthread: process context, no atomic section
+    // active.
+    let ctx = unsafe { MaySleep::new() };
     // SAFETY: per the function's contract.
     let run = unsafe { &*arg.cast::<Run<'_, S>>() };
     run.started.fetch_add(1, Ordering::AcqRel);
-    if !wait_go(run) {
+    if !wait_go(&ctx, run) {
         return 0;
     }
     let mut rng = Rng::new(run.seed ^ 0x5752_4954);
@@ -523,7 +538,7 @@ unsafe extern "C" fn writer_main<S: Subject>(arg: *mut c_void) -> c_int {
                 failures += 1;
             }
             ops += 2;
-            cond_resched();
+            cond_resched(&ctx);
             t = now_ns();
         }
         busy += t - slot_begin;
@@ -532,7 +547,7 @@ unsafe extern "C" fn writer_main<S: Subject>(arg: *mut c_void) -> c_int {
         // a sleep's overshoot does not shorten the duty).
         while now_ns() - slot_begin < SLOT_NS && !run.stop.load(Ordering::Relaxed) {
             cpu_relax();
-            cond_resched();
+            cond_resched(&ctx);
         }
     }
     run.writes.store(ops, Ordering::Relaxed);
@@ -590,7 +605,13 @@ struct Cell {
 
 /// Runs one cell: `readers` reader threads on CPUs 1.. and the writer on
 /// CPU 0, for [`CELL_MS`].
-fn run_cell<S: Subject>(subject: &S, readers: usize, duty: u32, seed: u64) -> Result<Cell> {
+fn run_cell<S: Subject>(
+    ctx: &MaySleep,
+    subject: &S,
+    readers: usize,
+    duty: u32,
+    seed: u64,
+) -> Result<Cell> {
     let ncpus = online_cpus();
     let run = Run {
         subject,
@@ -625,12 +646,12 @@ fn run_cell<S: Subject>(subject: &S, readers: usize, duty: u32, seed: u64) -> Re
         // Wait (up to 10 s) for every thread to be ready.
         let mut waited = 0;
         while run.started.load(Ordering::Acquire) < readers + 1 && waited < 10_000 {
-            msleep(1);
+            msleep(ctx, 1);
             waited += 1;
         }
         let t0 = now_ns();
         run.go.store(true, Ordering::Release);
-        msleep(CELL_MS);
+        msleep(ctx, CELL_MS);
         run.stop.store(true, Ordering::Release);
         (t0, now_ns())
     });
@@ -682,7 +703,7 @@ fn ratio(a: u64, b: u64) -> Fixed2 {
     Fixed2(a, b)
 }
 
-fn rate_table() -> Result {
+fn rate_table(ctx: &MaySleep) -> Result {
     let ncpus = online_cpus() as usize;
     let max_readers = ncpus.saturating_sub(1).clamp(1, MAX_READERS);
     // One random insertion order of the permanent ranges for all three.
@@ -721,9 +742,9 @@ fn rate_table() -> Result {
             for d in ROUND_ORDER {
                 let duty = DUTIES[d];
                 let seed = ((r as u64) << 16) | (u64::from(duty) << 8) | i as u64;
-                round[d][0] = run_cell(&*bonsai, r, duty, seed)?;
-                round[d][1] = run_cell(&rbtree, r, duty, seed)?;
-                round[d][2] = run_cell(&maple, r, duty, seed)?;
+                round[d][0] = run_cell(ctx, &*bonsai, r, duty, seed)?;
+                round[d][1] = run_cell(ctx, &rbtree, r, duty, seed)?;
+                round[d][2] = run_cell(ctx, &maple, r, duty, seed)?;
             }
         }
         for (s, out) in cells.iter_mut().enumerate() {
@@ -740,8 +761,8 @@ fn rate_table() -> Result {
     }
     let secs = (now_ns() - start) / 1_000_000_000;
     // Every reader is gone; wait out any straggling grace period anyway.
-    rcu::synchronize_rcu();
-    bonsai.flush();
+    rcu::synchronize_rcu(ctx);
+    bonsai.flush(ctx);
     // The benchmark runs once, at boot.  Its Bonsai tree (about 1,000
     // ranges) is kept for the life of the system so that its counters stay
     // readable in /sys/kernel/debug/bonsai/bench/stats.
@@ -845,10 +866,13 @@ fn rate_table() -> Result {
 /// Runs the benchmark; called once at boot by `bonsai_bench_baselines.c`.
 #[no_mangle]
 extern "C" fn bonsai_bench_run() {
-    if let Err(e) = structure_table() {
+    // SAFETY: called by the late initcall of `bonsai_bench_baselines.c`:
+    // process context, no atomic section active.
+    let ctx = unsafe { MaySleep::new() };
+    if let Err(e) = structure_table(&ctx) {
         out!(err: "structure table failed: {:?}\n", e);
     }
-    if let Err(e) = rate_table() {
+    if let Err(e) = rate_table(&ctx) {
         out!(err: "microbenchmark failed: {:?}\n", e);
     }
 }

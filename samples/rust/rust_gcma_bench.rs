@@ -182,7 +182,9 @@ impl Filler {
                     refused += 1;
                     if r == Refusal::NoMemory {
                         // Memory is short; let reclaim run.
-                        delay::cond_resched();
+                        // SAFETY: the benchmark runs on its kthread, and
+                        // `fill()` holds no lock here.
+                        delay::cond_resched(&unsafe { delay::MaySleep::new() });
                     }
                 }
             }

@@ -95,9 +95,12 @@ impl kernel::Module for MmBench {
                 raw
             );
         }
+        // SAFETY: a module's init runs in process context, with no atomic
+        // section active.
+        let mut ctx = unsafe { kernel::delay::MaySleep::new() };
         let (mut guard_ns, mut raw_ns) = (i64::MAX, i64::MAX);
         for _ in 0..ROUNDS {
-            guard_ns = guard_ns.min(mean_ns(200_000, || drop(rcu::read_lock())));
+            guard_ns = guard_ns.min(mean_ns(200_000, || drop(rcu::read_lock(&mut ctx))));
             raw_ns = raw_ns.min(mean_ns(200_000, || {
                 // SAFETY: balanced lock and unlock on the same task.
                 unsafe { bindings::rcu_read_lock() };

@@ -30,7 +30,7 @@
 use core::ffi::{c_int, c_uint, c_void};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
-use kernel::{prelude::*, processor::cpu_relax, time::Ktime};
+use kernel::{delay::MaySleep, prelude::*, processor::cpu_relax, time::Ktime};
 
 use crate::{
     baseline::{RcuHash, RcuList},
@@ -225,11 +225,17 @@ unsafe extern "C" fn worker_main(arg: *mut c_void) -> c_int {
 
 /// One measurement: operations per microsecond (in hundredths) and aborts
 /// per 100 updates (in hundredths).
-fn measure(subject: &dyn Subject, keys: u64, rate: u64, threads: usize) -> Result<(u64, u64)> {
+fn measure(
+    ctx: &MaySleep,
+    subject: &dyn Subject,
+    keys: u64,
+    rate: u64,
+    threads: usize,
+) -> Result<(u64, u64)> {
     // The items that the runs before removed are freed by RCU callbacks,
     // which run on the CPUs that queued them, the workers' CPUs: without
     // this, a run would pay for the removals of the structure before it.
-    kernel::sync::rcu::barrier();
+    kernel::sync::rcu::barrier(ctx);
     let run = Run {
         subject,
         keys,
@@ -338,6 +344,7 @@ type Set<R, B> = (R, R, B);
 /// RCX and RCX-emu, whose lookups are the same code, differed by up to
 /// 2.3x on read-only cells of one boot, the first in the round ahead.
 fn table<R: Subject, B: Subject>(
+    ctx: &MaySleep,
     name: &str,
     b: usize,
     n: u64,
@@ -361,7 +368,7 @@ fn table<R: Subject, B: Subject>(
         let set: [&dyn Subject; 3] = [&rcx, &emu, &rcu];
         fill(set, b as u64 * n, 0xfeed_beef);
         for s in set {
-            measure(s, keys, RATES[RATES.len() - 1], 1)?;
+            measure(ctx, s, keys, RATES[RATES.len() - 1], 1)?;
         }
     }
     for rate in RATES {
@@ -375,7 +382,7 @@ fn table<R: Subject, B: Subject>(
             for (i, round) in rounds.iter_mut().enumerate() {
                 for j in 0..3 {
                     let k = (i + j) % 3;
-                    round[k] = measure(set[k], keys, rate, t)?;
+                    round[k] = measure(ctx, set[k], keys, rate, t)?;
                 }
             }
             check(&rcx)?;
@@ -457,7 +464,7 @@ impl Lossy for Fx {
     }
 }
 
-fn run_all() -> Result {
+fn run_all(ctx: &MaySleep) -> Result {
     // SAFETY: no precondition.
     let cpus = unsafe { ffi::rcx_bench_online_cpus() } as usize;
     let threads = cpus.clamp(1, MAX_THREADS);
@@ -476,6 +483,7 @@ fn run_all() -> Result {
     out!("rcx-emu: RCX with the emulated transaction; rcu: RCU with spinlocked updaters\n");
     let emu = Mode::Emulated { abort_one_in: 0 };
     table(
+        ctx,
         "list",
         1,
         256,
@@ -490,6 +498,7 @@ fn run_all() -> Result {
         threads,
     )?;
     table(
+        ctx,
         "hash",
         128,
         32,
@@ -503,7 +512,7 @@ fn run_all() -> Result {
         |h: &RcxHash| h.check().map(|_| ()),
         threads,
     )?;
-    kernel::sync::rcu::barrier();
+    kernel::sync::rcu::barrier(ctx);
     out!("done\n");
     Ok(())
 }
@@ -511,7 +520,10 @@ fn run_all() -> Result {
 /// Runs the benchmark; called once at boot by `rcx_bench_glue.c`.
 #[no_mangle]
 extern "C" fn rcx_bench_run() {
-    if let Err(e) = run_all() {
+    // SAFETY: called by the late initcall of `rcx_bench_glue.c`: process
+    // context, no atomic section active.
+    let ctx = unsafe { MaySleep::new() };
+    if let Err(e) = run_all(&ctx) {
         out!(err: "failed: {:?}\n", e);
     }
 }

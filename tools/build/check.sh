@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# Static checks of our code: rustfmt, clippy and checkpatch.
+# Static checks of our code: rustfmt, clippy, compile-fail and checkpatch.
 #
-# Usage: tools/build/check.sh rustfmt|clippy|checkpatch|all
+# Usage: tools/build/check.sh rustfmt|clippy|compile-fail|checkpatch|all
 #        tools/build/check.sh clippy kunit|perf    (one kernel only)
 #
 # rustfmt   the kernel's 'make rustfmtcheck' on the prepared tree
@@ -11,6 +11,11 @@
 #           warning in our code fails (warnings in upstream code are
 #           listed, not counted).  Our Rust objects are always recompiled,
 #           so a second run reports the same warnings as the first.
+# compile-fail  tools/build/compile_fail.py: the snippets of
+#           tools/build/compile_fail/ (misuses of the sleeping and RCU APIs:
+#           a sleep inside a read-side section, a sleeping Drop handed to
+#           RCU, ...) must fail to compile with the error each names, and the
+#           control snippet must compile, against the KUnit build
 # checkpatch  scripts/checkpatch.pl on the exported series: errors fail
 
 set -uo pipefail
@@ -94,6 +99,18 @@ do_clippy() {
 	echo "check: clippy clean in our code ($(grep -c '^warning' "$log") warning line(s) elsewhere)"
 }
 
+do_compile_fail() {
+	python3 "$repo/tools/build/tree.py" prepare >/dev/null || return 1
+	# The kernel crate the snippets compile against must be the current one.
+	"$repo/tools/kunit/run.sh" --build-only >"$RSMM_BUILD/compile-fail-build.log" 2>&1 || {
+		tail -n 30 "$RSMM_BUILD/compile-fail-build.log"
+		echo "check: compile-fail: the KUnit kernel does not build" >&2
+		return 1
+	}
+	echo "check: compile-fail"
+	python3 "$repo/tools/build/compile_fail.py" --build-dir "$RSMM_BUILD/kunit"
+}
+
 do_checkpatch() {
 	python3 "$repo/tools/build/tree.py" export || return 1
 	"$repo/tools/build/checkpatch.sh"
@@ -102,12 +119,14 @@ do_checkpatch() {
 case "$what" in
 rustfmt) do_rustfmt || rc=1 ;;
 clippy) do_clippy || rc=1 ;;
+compile-fail) do_compile_fail || rc=1 ;;
 checkpatch) do_checkpatch || rc=1 ;;
 all)
 	do_rustfmt || rc=1
 	do_clippy || rc=1
+	do_compile_fail || rc=1
 	do_checkpatch || rc=1
 	;;
-*) echo "check: unknown check '$what' (rustfmt, clippy, checkpatch, all)" >&2; exit 2 ;;
+*) echo "check: unknown check '$what' (rustfmt, clippy, compile-fail, checkpatch, all)" >&2; exit 2 ;;
 esac
 exit $rc

@@ -81,7 +81,11 @@ impl TestRng {
 /// included.  A test whose workers wait for something the test thread does
 /// must do that before the guard is dropped, or the join waits for ever
 /// (which the hung-task detector then reports).  Tests should check that all
-/// `n` started.
+/// `n` started.  Dropping the guard sleeps without a
+/// [`MaySleep`](crate::delay::MaySleep) token (a `Drop` has none to take):
+/// drop it in the test's process context, never inside an RCU read-side
+/// section or under a spinlock.  A worker that sleeps makes its own token,
+/// as the body of a work item runs in process context.
 ///
 /// # Examples
 ///
@@ -186,9 +190,15 @@ impl Drop for Workers {
     fn drop(&mut self) {
         if let Some(left) = &self.left {
             // Test code in process context: poll, as the workers' runs
-            // are long next to a millisecond.
+            // are long next to a millisecond.  A `Drop` has no
+            // `MaySleep` token to pass: like the kernel crate's own
+            // sleeping calls (`Mutex::lock`), this sleep is not covered by
+            // one (see `crate::delay`); a `Workers` belongs to the KUnit
+            // case that spawned the workers and is dropped in its process
+            // context.
             while left.load(Ordering::Acquire) != 0 {
-                crate::delay::msleep(1);
+                // SAFETY: FFI call; sleeps, in the case's process context.
+                unsafe { bindings::msleep(1) };
             }
         }
     }

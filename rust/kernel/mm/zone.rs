@@ -284,12 +284,16 @@ impl Zone {
     /// `f` with its pageblock, letting other tasks run between pageblocks
     /// (`cond_resched()`).
     ///
-    /// Process context only: this may sleep.
-    pub fn for_each_census(&'static self, mut f: impl FnMut(&Pageblock, &PageblockCensus)) {
+    /// Process context only: this may sleep (`ctx`).
+    pub fn for_each_census(
+        &'static self,
+        ctx: &crate::delay::MaySleep,
+        mut f: impl FnMut(&Pageblock, &PageblockCensus),
+    ) {
         for pb in self.pageblocks() {
             let census = pb.census();
             f(&pb, &census);
-            crate::delay::cond_resched();
+            crate::delay::cond_resched(ctx);
         }
     }
 }
@@ -397,10 +401,13 @@ impl MigrateType {
 /// ```
 /// use kernel::mm::{numa, zone::{self, MigrateType}};
 ///
+/// // SAFETY: a doctest runs in its KUnit case's process context, with no
+/// // atomic section active.
+/// let ctx = unsafe { kernel::delay::MaySleep::new() };
 /// let mut blocks = 0;
 /// let mut typed = 0;
 /// for z in zone::zones(numa::current_node()).filter(|z| z.is_populated()) {
-///     z.for_each_census(|pb, c| {
+///     z.for_each_census(&ctx, |pb, c| {
 ///         assert_eq!(c.total(), pb.pfns().len());
 ///         blocks += 1;
 ///         if let Some(MigrateType::Movable | MigrateType::Unmovable) = pb.migrate_type() {
@@ -812,6 +819,9 @@ mod tests {
     /// The real zones of every online node: names, nodes, spans, and the
     /// census of every pageblock adds up to the zone's span.
     fn real_zones_add_up() -> Result {
+        // SAFETY: a KUnit case runs in process context, with no atomic
+        // section active.
+        let ctx = unsafe { crate::delay::MaySleep::new() };
         let mut populated = 0;
         for z in all_zones() {
             kunit_expect!(z.node().is_online(), "{:?} on an offline node", z);
@@ -821,7 +831,7 @@ mod tests {
             }
             populated += 1;
             let mut sum = PageblockCensus::default();
-            z.for_each_census(|_, c| sum.add(c));
+            z.for_each_census(&ctx, |_, c| sum.add(c));
             kunit_expect_eq!(sum.total(), z.spanned_pages());
             // Holes of the span are at least the pages that are not present.
             kunit_expect!(
