@@ -420,7 +420,7 @@ fn concurrent_lookups_never_miss() -> Result {
     for k in (0..STRESS_SLOTS).step_by(2) {
         s.tree.insert(k * SLOT, k * SLOT + 8, k)?;
     }
-    let workers = spawn_workers(STRESS_READERS, |i| {
+    let workers = spawn_workers(&ctx, STRESS_READERS, |i| {
         let r = s.clone();
         move || stress_reader(r, 0x1234_0000 + i as u64)
     });

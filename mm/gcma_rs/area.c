@@ -123,11 +123,15 @@ void gcma_area_attach(struct gcma_area *area, const void *rs)
 		for (i = 0; i < n; i++) {
 			struct page *page = pfn_to_page(pfn + i);
 
-			clear_page_tag_ref(page);
 			ClearPageReserved(page);
 			set_page_count(page, 0);
 		}
-		/* Cannot fail: memblock's pages have no state to report. */
+		/*
+		 * The free steps drop the block's tag, on its first page: mark
+		 * that one as never tagged (the others' tags were never set).
+		 * Cannot fail: memblock's pages have no state to report.
+		 */
+		clear_page_tag_ref(pfn_to_page(pfn));
 		free_pages_prepare(pfn_to_page(pfn), order);
 		pfn += n;
 		cond_resched();

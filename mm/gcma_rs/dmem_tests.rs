@@ -361,7 +361,10 @@ fn dmem_concurrent() -> Result {
         },
         GFP_KERNEL,
     )?;
-    let workers = spawn_workers(COPIERS + 1, |i| {
+    // SAFETY: a KUnit case runs in process context, with no atomic section
+    // active.
+    let ctx = unsafe { delay::MaySleep::new() };
+    let workers = spawn_workers(&ctx, COPIERS + 1, |i| {
         let s = s.clone();
         move || {
             let r = if i == COPIERS {
@@ -378,8 +381,7 @@ fn dmem_concurrent() -> Result {
     let started = workers.started();
     kunit_expect_eq!(started, COPIERS + 1);
     while s.done.load(Ordering::Acquire) < started {
-        // SAFETY: a KUnit case: process context, no atomic section active.
-        delay::msleep(&unsafe { delay::MaySleep::new() }, 5);
+        delay::msleep(&ctx, 5);
     }
     kunit_expect_eq!(s.failures.load(Ordering::Relaxed), 0);
     kunit_expect!(s.hits.load(Ordering::Relaxed) > 0);

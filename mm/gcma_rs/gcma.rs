@@ -263,7 +263,7 @@ impl Area {
                 Ok(area_map::AllocStep::Resume(next)) => {
                     from = next;
                     // SAFETY: `alloc()` serves `gcma_rs_alloc()`, whose C
-                    // caller `gcma_alloc_gfp()` calls `might_sleep()`; the
+                    // caller `gcma_alloc_gfp_noprof()` calls `might_sleep()`; the
                     // map lock was released with its block above.
                     delay::cond_resched(&unsafe { delay::MaySleep::new() });
                 }

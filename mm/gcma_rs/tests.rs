@@ -408,7 +408,10 @@ mod registry {
             }),
             GFP_KERNEL,
         )?;
-        let workers = spawn_workers(WORKERS, |i| {
+        // SAFETY: a KUnit case runs in process context, with no atomic
+        // section active.
+        let ctx = unsafe { delay::MaySleep::new() };
+        let workers = spawn_workers(&ctx, WORKERS, |i| {
             let w = s.clone();
             move || worker(w, 0x5eed_0000 + i as u64)
         });

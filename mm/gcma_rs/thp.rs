@@ -222,7 +222,8 @@ pub(crate) fn alloc(
     for area in Iterator::chain(local, remote) {
         // SAFETY: `area.c` is the static descriptor of an area in service;
         // any count, alignment and flags are accepted.
-        let page = unsafe { bindings::gcma_alloc_gfp_noprof(area.c, 1 << PMD_ORDER, PMD_ORDER, gfp) };
+        let page =
+            unsafe { bindings::gcma_alloc_gfp_noprof(area.c, 1 << PMD_ORDER, PMD_ORDER, gfp) };
         if !page.is_null() {
             ok.fetch_add(1, Ordering::Relaxed);
             return page;

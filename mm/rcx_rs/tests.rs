@@ -570,7 +570,7 @@ fn aborting_txn_falls_back() -> Result {
     let l = Arc::new(RcxList::<u64>::with_rcx(rcx)?, GFP_KERNEL)?;
     let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
     let (lw, dw) = (l.clone(), done.clone());
-    let guard = spawn_workers(1, move |_| {
+    let guard = spawn_workers(&ctx, 1, move |_| {
         let (l, done) = (lw.clone(), dw.clone());
         move || {
             for k in 0..ABORT_INSERTS {
@@ -719,7 +719,7 @@ fn stress<S: Set + Send + Sync + 'static>(s: S, name: &str) -> Result {
         },
         GFP_KERNEL,
     )?;
-    let guard = spawn_workers(STRESS_WORKERS, |i| {
+    let guard = spawn_workers(&ctx, STRESS_WORKERS, |i| {
         let w = st.clone();
         move || stress_worker(w, 0x5eed_0000 + i as u64)
     });
@@ -809,7 +809,7 @@ fn contended_attempt_takes_phase1() -> Result {
     // 3: it gave up waiting and released it.
     let state = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
     let (bw, sw) = (b.clone(), state.clone());
-    let guard = spawn_workers(1, move |_| {
+    let guard = spawn_workers(&ctx, 1, move |_| {
         let (b, state) = (bw.clone(), sw.clone());
         move || {
             let hr = Header::as_ref(&b);

@@ -16,7 +16,9 @@
 //!
 //! C header: [`include/kunit/test.h`](srctree/include/kunit/test.h)
 
-use crate::{alloc::flags::GFP_KERNEL, bindings, error::Result, str::CStr, sync::Arc};
+use crate::{
+    alloc::flags::GFP_KERNEL, bindings, delay::MaySleep, error::Result, str::CStr, sync::Arc,
+};
 use core::{
     ffi::c_void,
     fmt,
@@ -81,20 +83,22 @@ impl TestRng {
 /// included.  A test whose workers wait for something the test thread does
 /// must do that before the guard is dropped, or the join waits for ever
 /// (which the hung-task detector then reports).  Tests should check that all
-/// `n` started.  Dropping the guard sleeps without a
-/// [`MaySleep`](crate::delay::MaySleep) token (a `Drop` has none to take):
-/// drop it in the test's process context, never inside an RCU read-side
-/// section or under a spinlock.  A worker that sleeps makes its own token,
+/// `n` started.  Joining sleeps: the guard borrows the test's
+/// [`MaySleep`](crate::delay::MaySleep) token `ctx` for its life, so no RCU
+/// read-side section can be entered with that token while it lives, and it
+/// cannot be dropped inside one.  A worker that sleeps makes its own token,
 /// as the body of a work item runs in process context.
 ///
 /// # Examples
 ///
 /// ```
 /// use core::sync::atomic::{AtomicUsize, Ordering};
-/// use kernel::{kunit::suite::spawn_workers, sync::Arc};
+/// use kernel::{delay::MaySleep, kunit::suite::spawn_workers, sync::Arc};
 ///
+/// // SAFETY: a KUnit case runs in process context, outside atomic sections.
+/// let ctx = unsafe { MaySleep::new() };
 /// let done = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
-/// let workers = spawn_workers(3, |_| {
+/// let workers = spawn_workers(&ctx, 3, |_| {
 ///     let done = done.clone();
 ///     move || {
 ///         done.fetch_add(1, Ordering::AcqRel);
@@ -113,11 +117,18 @@ impl TestRng {
 ///
 /// ```
 /// use core::sync::atomic::{AtomicBool, Ordering};
-/// use kernel::{kunit::suite::{records_failure, spawn_workers}, kunit_expect, sync::Arc};
+/// use kernel::{
+///     delay::MaySleep,
+///     kunit::suite::{records_failure, spawn_workers},
+///     kunit_expect,
+///     sync::Arc,
+/// };
 ///
+/// // SAFETY: a KUnit case runs in process context, outside atomic sections.
+/// let ctx = unsafe { MaySleep::new() };
 /// let done = Arc::new(AtomicBool::new(false), GFP_KERNEL)?;
 /// let failed = records_failure(|| {
-///     let _workers = spawn_workers(1, |_| {
+///     let _workers = spawn_workers(&ctx, 1, |_| {
 ///         let done = done.clone();
 ///         move || {
 ///             kunit_expect!(done.load(Ordering::Relaxed), "worker failure on purpose");
@@ -130,7 +141,11 @@ impl TestRng {
 /// assert!(failed); // and its failed expectation was counted
 /// # Ok::<(), Error>(())
 /// ```
-pub fn spawn_workers<F>(n: usize, mut make: impl FnMut(usize) -> F) -> Workers
+pub fn spawn_workers<'a, F>(
+    ctx: &'a MaySleep,
+    n: usize,
+    mut make: impl FnMut(usize) -> F,
+) -> Workers<'a>
 where
     F: FnOnce() + Send + 'static,
 {
@@ -139,6 +154,7 @@ where
         return Workers {
             started: 0,
             left: None,
+            ctx,
         };
     };
     let started = (0..n)
@@ -162,6 +178,7 @@ where
     Workers {
         started,
         left: Some(left),
+        ctx,
     }
 }
 
@@ -171,12 +188,14 @@ where
 ///
 /// `left`, if any, counts the started workers that have not returned yet.
 #[must_use = "dropping the workers waits for them at once"]
-pub struct Workers {
+pub struct Workers<'a> {
     started: usize,
     left: Option<Arc<AtomicUsize>>,
+    /// The test's token, borrowed until the workers are joined.
+    ctx: &'a MaySleep,
 }
 
-impl Workers {
+impl Workers<'_> {
     /// How many workers were started.
     pub fn started(&self) -> usize {
         self.started
@@ -186,19 +205,13 @@ impl Workers {
     pub fn join(self) {}
 }
 
-impl Drop for Workers {
+impl Drop for Workers<'_> {
     fn drop(&mut self) {
         if let Some(left) = &self.left {
-            // Test code in process context: poll, as the workers' runs
-            // are long next to a millisecond.  A `Drop` has no
-            // `MaySleep` token to pass: like the kernel crate's own
-            // sleeping calls (`Mutex::lock`), this sleep is not covered by
-            // one (see `crate::delay`); a `Workers` belongs to the KUnit
-            // case that spawned the workers and is dropped in its process
-            // context.
+            // Poll, as the workers' runs are long next to a millisecond;
+            // the borrowed token proves the test may sleep here.
             while left.load(Ordering::Acquire) != 0 {
-                // SAFETY: FFI call; sleeps, in the case's process context.
-                unsafe { bindings::msleep(1) };
+                crate::delay::msleep(self.ctx, 1);
             }
         }
     }

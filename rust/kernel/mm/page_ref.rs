@@ -10,7 +10,13 @@
 //!
 //! C header: [`include/linux/highmem.h`](srctree/include/linux/highmem.h)
 
-use crate::{bindings, error::code::{EINVAL, EIO}, mm::buddy::ContigPages, prelude::*, types::Opaque};
+use crate::{
+    bindings,
+    error::code::{EINVAL, EIO},
+    mm::buddy::ContigPages,
+    prelude::*,
+    types::Opaque,
+};
 
 /// Size of a page in bytes.
 const PAGE_SIZE: usize = crate::mm::PAGE_SIZE;

@@ -55,3 +55,11 @@ pub fn good(tree: &RangeTree<u64>, ctx: &mut MaySleep) -> Result {
     rcu::barrier(ctx);
     Ok(())
 }
+
+/// A test's workers are joined before the token is lent to an RCU guard.
+pub fn good_workers(ctx: &mut MaySleep) {
+    let workers = kernel::kunit::suite::spawn_workers(ctx, 1, |_| || {});
+    drop(workers);
+    let guard = rcu::read_lock(ctx);
+    drop(guard);
+}

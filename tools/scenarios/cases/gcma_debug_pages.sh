@@ -24,9 +24,9 @@ check profiling_on expect_file_contains /proc/sys/vm/mem_profiling '^1$'
 # way out (a page never poisoned is "memory corruption").
 echo 4096 > $C/alloc
 check whole_area expect_eq "$(read_counter $G/primary_used_pages)" 4096
-check cma_counted_at_gcma expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_alloc_gfp$')" $((4096 * 4096))
+check cma_counted_at_gcma expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_alloc_gfp( |$)')" $((4096 * 4096))
 echo 4096 > $C/free
-check cma_uncounted expect_eq "$(bytes 'func:gcma_alloc_gfp$')" 0
+check cma_uncounted expect_eq "$(bytes 'func:gcma_alloc_gfp( |$)')" 0
 
 # THP from the THP area, counted at the fault's line in mm/huge_memory.c
 # as the buddy allocator's are, never at a line of a header.
@@ -59,12 +59,12 @@ while [ $i -lt 5 ] && [ "$(read_counter $F/stored_pages)" -lt 256 ]; do
 	i=$((i + 1))
 done
 check stored expect_ge "$(read_counter $F/stored_pages)" 256
-check lent_counted expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_lend_page$')" $(($(read_counter $F/held_pages) * 4096))
+check lent_counted expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_lend_page( |$)')" $(($(read_counter $F/held_pages) * 4096))
 check every_byte cmp /tmp/src /mnt/ext2/f
 # An allocation takes the lent pages over: counted as its own.
 echo 4096 > $C/alloc
-check lent_handed_over expect_eq "$(bytes 'func:gcma_alloc_gfp$')" $((4096 * 4096))
-check none_lent_now expect_eq "$(bytes 'func:gcma_lend_page$')" "$(($(read_counter $F/held_pages) * 4096))"
+check lent_handed_over expect_eq "$(bytes 'func:gcma_alloc_gfp( |$)')" $((4096 * 4096))
+check none_lent_now expect_eq "$(bytes 'func:gcma_lend_page( |$)')" "$(($(read_counter $F/held_pages) * 4096))"
 echo 4096 > $C/free
 exec 3<&-
 umount /mnt/ext2
