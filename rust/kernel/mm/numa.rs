@@ -181,7 +181,7 @@ impl NodeMask {
         self.0
             .bits
             .get(node.index() / bits)
-            .is_some_and(|w| (*w as usize) >> (node.index() % bits) & 1 != 0)
+            .is_some_and(|&w| (w >> (node.index() % bits)) & 1 != 0)
     }
 }
 
