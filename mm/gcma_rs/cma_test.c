@@ -11,7 +11,7 @@
  * (mm/gcma_rs/tests.rs).  The kernel must boot with "gcma=16M" (at least
  * 2 MiB, for the PMD-sized folio); without "gcma.dma_cma=1" the DMA cases
  * are skipped, without "init_on_alloc=1" the zeroing case, and without a
- * second, small area at an odd base ("gcma=1028K") the alignment case.
+ * second, small area at an odd base ("gcma=1028K@0x20001000") the alignment case.
  *
  * The release contract under test: cma_release() on a GCMA area returns
  * true for any range inside it (false makes dma_free_contiguous() hand the
@@ -640,8 +640,8 @@ static void gcma_cma_init_on_alloc(struct kunit *test)
 }
 
 /*
- * On an area whose first page frame number is odd ("gcma=1028K": areas
- * below 2 MiB are placed at page alignment), every order up to the area's size gives
+ * On an area whose first page frame number is odd ("gcma=1028K@0x20001000"),
+ * every order up to the area's size gives
  * a range whose frame number is a multiple of its size, or no range only
  * when none fits.
  */
@@ -651,7 +651,7 @@ static void gcma_cma_odd_base_alignment(struct kunit *test)
 	unsigned long base, nr, order;
 
 	if (!area || area->thp)
-		kunit_skip(test, "no second area: boot with gcma=16M gcma=1028K");
+		kunit_skip(test, "no second area: boot with gcma=16M gcma=1028K@0x20001000");
 	base = PHYS_PFN(area->base);
 	nr = area->size >> PAGE_SHIFT;
 	KUNIT_ASSERT_EQ_MSG(test, base % 2, 1, "gcma1 at pfn %#lx: not an odd base", base);

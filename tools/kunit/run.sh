@@ -103,14 +103,15 @@ log="$out/kunit-run.log"
 set +e
 # gcma=16M: the area the GCMA suites work on; gcma.dma_cma=1 makes it the
 # default DMA CMA area, so gcma_cma's DMA cases run instead of skipping.
-# gcma=1028K: a second area, below 2 MiB so placed by memblock at page
-# alignment, right below the first: at an odd page frame number (gcma_cma's
-# alignment case).
+# gcma=1028K@0x20001000: a second area at an odd page frame number, for
+# gcma_cma's alignment case (a fixed base: where memblock would put it
+# depends on the kernel's other early allocations); nokaslr keeps the
+# kernel image out of its way.
 # gcma=8M:thp: a THP area of four PMD blocks for gcma_thp, which fills it.
 # init_on_alloc=1: GCMA allocations must be zeroed as the page allocator's.
 "${kunit[@]}" exec "${common[@]}" --qemu_args="$qemu_args" --timeout=1800 \
-	--kernel_args="gcma=16M" --kernel_args="gcma=1028K" --kernel_args="gcma=8M:thp" \
-	--kernel_args="gcma.dma_cma=1" \
+	--kernel_args="gcma=16M" --kernel_args="gcma=1028K@0x20001000" \
+	--kernel_args="gcma=8M:thp" --kernel_args="gcma.dma_cma=1" --kernel_args="nokaslr" \
 	--kernel_args="init_on_alloc=1" "${args[@]}" 2>&1 | tee "$log"
 rc=${PIPESTATUS[0]}
 set -e

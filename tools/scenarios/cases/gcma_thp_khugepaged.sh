@@ -25,6 +25,11 @@ f() {
 check thp_area expect_eq "$(cat $G/thp)" 1
 range=$(gcma_area_range gcma0)
 check area_range test -n "$range"
+# A collapse may use the nodes its pages are on (khugepaged's alloc_nmask:
+# those holding most of them), and the area is used only there: the test
+# program's pages are bound to the area's node.
+node=$(dmesg | sed -n 's/.*gcma: gcma0: .* pages from pfn 0x[0-9a-f]*, node \([0-9]*\),.*/\1/p' | tail -n 1)
+check area_node is_int "$node"
 echo always >$THP/enabled
 fragment -r 32 -p /tmp/frag.pid >/tmp/frag.out 2>&1 &
 check fragmented wait_for 240 test -s /tmp/frag.pid
@@ -33,7 +38,7 @@ check u9_fragmented expect_ge "$(unusable_index)" 900
 
 # Fault with THP off for the mapping (MADV_NOHUGEPAGE): 4 KiB pages only.
 rm -f $ST
-thp_fault -N -a "$range" -m $MIB -w $ST -o pause:faulted,hugepage,pause:advised,wait-huge:150:950,verify,pause:collapsed >/tmp/k.log 2>&1 &
+thp_fault -N -b "$node" -a "$range" -m $MIB -w $ST -o pause:faulted,hugepage,pause:advised,wait-huge:150:950,verify,pause:collapsed >/tmp/k.log 2>&1 &
 pid=$!
 check faulted thp_wait_pause $ST faulted $pid
 check faulted_small expect_eq "$(f anon_huge_kb THP-FAULT /tmp/k.log)" 0
@@ -80,7 +85,7 @@ echo 10000 >$K/scan_sleep_millisecs
 echo never >$THP/enabled
 c0=$(tstat collapse_alloc)
 rm -f $ST
-thp_fault -a "$range" -m 16 -w $ST -o collapse,verify,pause:collapsed >/tmp/m.log 2>&1 &
+thp_fault -b "$node" -a "$range" -m 16 -w $ST -o collapse,verify,pause:collapsed >/tmp/m.log 2>&1 &
 pid=$!
 check madv_collapse_paused thp_wait_pause $ST collapsed $pid
 grep -E '^THP-(FAULT|OP) ' /tmp/m.log | sed 's/^/# /'
