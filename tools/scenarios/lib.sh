@@ -384,6 +384,21 @@ cma_loop() {
 	echo "$n $fail" > /tmp/cma_loop.out
 }
 
+# reclaim_until_stored CGROUP MIN: write CGROUP's memory.reclaim until
+# DMEM's file client holds at least MIN pages, at most five times (a write
+# gives up with EAGAIN when a round reclaims too little); prints how many
+# writes it made.
+reclaim_until_stored() {
+	local i
+	i=0
+	while [ $i -lt 5 ] &&
+		[ "$(read_counter /sys/kernel/mm/gcma/dmem/file/stored_pages)" -lt "$2" ]; do
+		echo 1G > "$1/memory.reclaim" 2>/dev/null
+		i=$((i + 1))
+	done
+	echo $i
+}
+
 # kv KEY LINE...: the value of KEY=VALUE in a line of key=value words.
 kv() {
 	local key

@@ -53,11 +53,7 @@ dd if=/dev/urandom of=/tmp/src bs=1M count=2 2>/dev/null
 sh -c 'echo $$ > "$0/cgroup.procs" && exec cp /tmp/src /mnt/ext2/f' $CG/files
 sync
 exec 3</mnt/ext2/f
-i=0
-while [ $i -lt 5 ] && [ "$(read_counter $F/stored_pages)" -lt 256 ]; do
-	echo 1G > $CG/files/memory.reclaim 2>/dev/null
-	i=$((i + 1))
-done
+reclaim_until_stored $CG/files 256 >/dev/null
 check stored expect_ge "$(read_counter $F/stored_pages)" 256
 check lent_counted expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_lend_page( |$)')" $(($(read_counter $F/held_pages) * 4096))
 check every_byte cmp /tmp/src /mnt/ext2/f

@@ -52,11 +52,7 @@ done
 exec 3</mnt/ext2/kept 4</mnt/ext4/kept
 # memory.reclaim may stop short of evicting them (it gives up with
 # EAGAIN when a round reclaims too little): ask up to five times.
-i=0
-while [ $i -lt 5 ] && [ "$(read_counter $F/stored_pages)" -lt 1024 ]; do
-	echo 1G > $CG/files/memory.reclaim 2>/dev/null
-	i=$((i + 1))
-done
+i=$(reclaim_until_stored $CG/files 1024)
 log "kept files: $i memory.reclaim writes; invalidations $(read_counter $F/invalidations)"
 check kept_stored expect_ge "$(read_counter $F/stored_pages)" 1024
 check lent_to_dmem expect_ge "$(read_counter $G/secondary_lent_pages)" 1024

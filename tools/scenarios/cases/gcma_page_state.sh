@@ -82,11 +82,7 @@ in_cgroup $CG/files cp /tmp/src /mnt/ext2/f
 sync
 check top_page_poisoned poison $((n - 1))
 exec 3</mnt/ext2/f
-i=0
-while [ $i -lt 5 ] && [ "$(read_counter $F/stored_pages)" -lt 256 ]; do
-	echo 1G > $CG/files/memory.reclaim 2>/dev/null
-	i=$((i + 1))
-done
+reclaim_until_stored $CG/files 256 >/dev/null
 check stored expect_ge "$(read_counter $F/stored_pages)" 256
 check lend_skips_bad_page expect_eq "$(read_counter $G/hwpoisoned_pages)" 3
 check lend_logged expect_dmesg "$(retired_msg $((n - 1)))"
@@ -99,11 +95,7 @@ check stored_page_retired expect_eq "$(read_counter $G/hwpoisoned_pages)" 4
 check stored_page_logged expect_dmesg "$(retired_msg $((n - 2)))"
 
 # Stored and read again: no copy goes near the retired pages any more.
-i=0
-while [ $i -lt 5 ] && [ "$(read_counter $F/stored_pages)" -lt 256 ]; do
-	echo 1G > $CG/files/memory.reclaim 2>/dev/null
-	i=$((i + 1))
-done
+reclaim_until_stored $CG/files 256 >/dev/null
 check every_byte_again in_cgroup $CG/files cmp /tmp/src /mnt/ext2/f
 check no_more_poisoned_copies expect_eq "$(read_counter $F/poisoned)" 1
 exec 3<&-
