@@ -5,10 +5,12 @@
 # kernel's own tools/testing/kunit/kunit.py.
 #
 # Usage: tools/kunit/run.sh [--kunitconfig FILE] [--smp N] [--build-dir DIR]
-#                           [--build-only] [FILTER_GLOB]
+#                           [--build-only | --no-build] [FILTER_GLOB]
 #   FILTER_GLOB   e.g. 'gcma*' or 'rcx_node_lock.*' (kunit.py syntax)
 #   --build-dir   kernel output directory (default build/kunit)
 #   --build-only  build the kernel, run nothing
+#   --no-build    run the kernel a --build-only run of this tree built (no
+#                 resync, no make); refused if that build did not succeed
 #
 # The kernel tree (build/linux) is resynced from the repository first, so an
 # edit is picked up and only what it affects is rebuilt.  Output goes to
@@ -24,6 +26,7 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 kunitconfig="$repo/tools/kunit/rsmm.kunitconfig"
 smp=2
 build_only=0
+no_build=0
 out="$RSMM_BUILD/kunit"
 args=()
 while [ $# -gt 0 ]; do
@@ -31,8 +34,9 @@ while [ $# -gt 0 ]; do
 	--kunitconfig) kunitconfig=$(realpath "$2"); shift 2 ;;
 	--smp) smp=$2; shift 2 ;;
 	--build-only) build_only=1; shift ;;
+	--no-build) no_build=1; shift ;;
 	--build-dir) out=$(realpath -m "$2"); shift 2 ;;
-	-h|--help) sed -n '4,19p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,21p' "$0"; exit 0 ;;
 	-*) echo "kunit: unknown option $1" >&2; exit 2 ;;
 	*) args+=("$1"); shift ;;
 	esac
@@ -41,9 +45,20 @@ case "$smp" in
 ''|*[!0-9]*|0|1) echo "kunit: --smp needs a number >= 2 (two NUMA nodes need two CPUs)" >&2; exit 2 ;;
 esac
 
-# No build of this run has succeeded yet (see the build step below).
-rm -f "$out/.rsmm-build-ok"
-python3 "$repo/tools/build/tree.py" prepare
+if [ $build_only = 1 ] && [ $no_build = 1 ]; then
+	echo "kunit: --build-only and --no-build exclude each other" >&2
+	exit 2
+fi
+if [ $no_build = 1 ] && [ ! -f "$out/.rsmm-build-ok" ]; then
+	echo "kunit: --no-build: no successful build in $out; run with --build-only first" >&2
+	echo "kunit: 0 passed, 1 failed"
+	exit 1
+fi
+if [ $no_build = 0 ]; then
+	# No build of this run has succeeded yet (see the build step below).
+	rm -f "$out/.rsmm-build-ok"
+	python3 "$repo/tools/build/tree.py" prepare
+fi
 
 # Two emulated NUMA nodes, CPUs split evenly between them.  Each node is
 # its own socket: CPUs of one socket share a last-level cache, and the
@@ -92,12 +107,14 @@ check_splats() {
 # reported as such.  $out/.rsmm-build-ok exists only after a successful
 # build of the current tree: tools/build/test.sh checks it before the
 # scenario tier boots $out's bzImage, which must not be a stale one.
-if ! "${kunit[@]}" "${build[@]}" 2>&1 | tee "$out/kunit-build.log"; then
-	echo "kunit: kernel build failed; see $out/kunit-build.log" >&2
-	echo "kunit: 0 passed, 1 failed"
-	exit 1
+if [ $no_build = 0 ]; then
+	if ! "${kunit[@]}" "${build[@]}" 2>&1 | tee "$out/kunit-build.log"; then
+		echo "kunit: kernel build failed; see $out/kunit-build.log" >&2
+		echo "kunit: 0 passed, 1 failed"
+		exit 1
+	fi
+	touch "$out/.rsmm-build-ok"
 fi
-touch "$out/.rsmm-build-ok"
 
 log="$out/kunit-run.log"
 set +e

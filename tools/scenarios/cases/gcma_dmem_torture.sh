@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: DMEM torture: fsx-style processes in small memory cgroups on ext2 and ext4 (buffered, O_DIRECT and mmap I/O, truncation, hole punching, page-out, SETVERSION, O_DIRECT writes raced by reads) and an anonymous hog swapping, while the GCMA area is allocated and freed in a loop and memory.reclaim runs; a remount in the middle; verify mode on, every byte checked
+# description: DMEM torture: both clients at once; fsx-style processes in small memory cgroups on ext2 and ext4 (buffered, O_DIRECT and mmap I/O, truncation, hole punching, page-out, SETVERSION, O_DIRECT writes raced by reads) and an anonymous hog swapping, while the GCMA area is allocated and freed in a loop and memory.reclaim runs; a remount in the middle; verify mode on, every byte checked
 # duration: 110
 # append: gcma=32M
 # mem: 1G
@@ -77,7 +77,11 @@ phase() {
 rm -f /tmp/stop
 stores=$(read_counter $F/stores)
 loads=$(read_counter $F/loads)
-discards=$(( $(read_counter $F/discards) + $(read_counter $S/discards) ))
+swap_stores=$(read_counter $S/stores)
+swap_loads=$(read_counter $S/loads)
+file_discards=$(read_counter $F/discards)
+swap_discards=$(read_counter $S/discards)
+alloc_fail=$(read_counter $G/alloc_fail)
 # Discards: the whole area, half of it, a quarter, allocated and freed
 # through CMA's debugfs files (lib.sh's cma_loop) until told to stop;
 # dmem_torture.cma=0 leaves them out (to tell DMEM's own races apart).
@@ -116,7 +120,13 @@ check allocations_ran expect_gt "$allocs" 0
 check no_alloc_failure expect_eq "$fails" 0
 check file_stored expect_gt "$(read_counter $F/stores)" "$stores"
 check file_hits expect_gt "$(read_counter $F/loads)" "$loads"
-check discarded expect_gt "$(( $(read_counter $F/discards) + $(read_counter $S/discards) ))" "$discards"
+check gcma_alloc_fail expect_eq "$(read_counter $G/alloc_fail)" "$alloc_fail"
+check swap_stored expect_gt "$(read_counter $S/stores)" "$swap_stores"
+check swap_hits expect_gt "$(read_counter $S/loads)" "$swap_loads"
+if [ "$(cmdline_arg dmem_torture.cma)" != 0 ]; then
+	check file_discards expect_gt "$(read_counter $F/discards)" "$file_discards"
+	check swap_discards expect_gt "$(read_counter $S/discards)" "$swap_discards"
+fi
 check file_verified expect_gt "$(read_counter $F/verified)" 0
 check file_no_mismatch expect_eq "$(read_counter $F/verify_mismatches)" 0
 check swap_no_mismatch expect_eq "$(read_counter $S/verify_mismatches)" 0
@@ -124,5 +134,12 @@ for c in F S; do
 	eval d=\$$c
 	log "$(basename $d): $(for k in stores loads misses invalidations discards verified verify_mismatches verify_skipped; do printf '%s=%s ' $k "$(read_counter $d/$k)"; done)"
 done
+# Nothing stays behind: the allocation loop has freed what it took, and
+# with the swap device off and the file systems unmounted every DMEM copy
+# is dropped and its page given back.
+check area_free expect_eq "$(read_counter $G/primary_used_pages)" 0
 swapoff /dev/vdc
+umount /mnt/ext2 && umount /mnt/ext4
+check nothing_left expect_eq "$(($(read_counter $F/stored_pages) + $(read_counter $S/stored_pages)))" 0
+check none_lent expect_eq "$(read_counter $G/secondary_lent_pages)" 0
 check no_splat no_splat

@@ -28,7 +28,11 @@
  *                     KiB (reads back as zeroes)
  *   unmapall          munmap the whole mapping
  *   split             split our huge pages through debugfs split_huge_pages
- *   collapse          madvise(MADV_COLLAPSE) the mapping
+ *   collapse          madvise(MADV_COLLAPSE) the mapping; EAGAIN (a page
+ *                     to collapse was isolated or referenced by someone
+ *                     else, compaction under fragmentation mostly) is
+ *                     retried up to 20 times, 50 ms apart; regions
+ *                     already collapsed are skipped by the retry
  *   hugepage, nohugepage  madvise(MADV_HUGEPAGE / MADV_NOHUGEPAGE) the
  *                     mapping (MADV_HUGEPAGE also registers it with
  *                     khugepaged)
@@ -372,6 +376,31 @@ static int per_region(const char *arg, int st)
 	return 0;
 }
 
+/*
+ * MADV_COLLAPSE fails with EAGAIN when a page it has to copy is isolated or
+ * referenced elsewhere for a moment; madvise(2) calls that transient.  The
+ * scenarios fragment memory on purpose, so kcompactd isolates our pages
+ * often enough that a 16 MiB collapse sometimes hits it (one CI run: 6 of 8
+ * regions collapsed).  Retry; any other error stops at once.
+ */
+static int do_collapse(void)
+{
+	int tries;
+
+	for (tries = 1;; tries++) {
+		if (!madvise(base, len, MADV_COLLAPSE)) {
+			if (tries > 1)
+				printf("THP-COLLAPSE tries=%d\n", tries);
+			return 0;
+		}
+		if (errno != EAGAIN || tries == 20)
+			break;
+		usleep(50000);
+	}
+	fprintf(stderr, "thp_fault: MADV_COLLAPSE (%d tries): %s\n", tries, strerror(errno));
+	return -1;
+}
+
 static int do_split(void)
 {
 	char buf[128];
@@ -579,9 +608,7 @@ static int run_op(char *op)
 		if (rc)
 			perror("thp_fault: madvise");
 	} else if (!strcmp(op, "collapse")) {
-		rc = madvise(base, len, MADV_COLLAPSE);
-		if (rc)
-			fprintf(stderr, "thp_fault: MADV_COLLAPSE: %s\n", strerror(errno));
+		rc = do_collapse();
 	} else if (!strcmp(op, "migrate"))
 		rc = do_migrate(arg);
 	else if (!strcmp(op, "fork"))
