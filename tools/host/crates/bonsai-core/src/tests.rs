@@ -644,6 +644,7 @@ fn store_overwrites_like_the_maple_tree() {
 
 #[test]
 fn store_short_reserve_is_eagain_and_changes_nothing() {
+    let live = fault::live();
     for params in BOTH {
         let mut t = Bare::<u32>::new(params);
         let mut rng = Rng::new(5);
@@ -687,7 +688,10 @@ fn store_short_reserve_is_eagain_and_changes_nothing() {
             t.check();
         }
         assert!(stores > 100);
+        let s = t.tree.stats();
+        assert_eq!(s.allocated - s.retired, t.tree.len(), "{s:?}");
     }
+    assert_eq!(fault::live(), live, "leaked allocations");
 }
 
 #[test]
