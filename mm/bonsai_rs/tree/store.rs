@@ -37,8 +37,13 @@
 //!
 //! The node count is bounded before anything changes: [`Writer::store_need`]
 //! and [`Writer::clear_need`] walk the ranges the store overlaps and add
-//! one node per trim and rewrite and [`Tree::reserve_bound`] per insert
-//! and remove.  The store fails with `EAGAIN`, changing nothing, if the
+//! one node per trim and rewrite, the planned need of the first insert or
+//! remove (trims change no shape or size, so it can be planned before
+//! them), except for a split, and [`Tree::reserve_bound`] per further
+//! insert and remove.  A store into a gap, over exactly one range, or a
+//! clear of one range thus asks for what the update itself needs, as
+//! [`Writer::insert_need`] and [`Writer::remove_need`] would say.  The
+//! store fails with `EAGAIN`, changing nothing, if the
 //! reserve holds fewer: the preallocation step (the caller's, before the
 //! section where the store must not sleep) fills the reserve to that bound.
 //! A store over `r` ranges needs `O(r log n)` nodes in the worst case;
@@ -61,6 +66,8 @@ struct StorePlan {
     right: Option<(usize, usize)>,
     /// The lowest range inside `[start, end)`.
     first: Option<(usize, usize)>,
+    /// Start of the second lowest range inside `[start, end)`.
+    second: Option<usize>,
     /// Ranges inside `[start, end)`.
     covered: usize,
     /// Upper bound of the reserve nodes the update takes.
@@ -79,6 +86,7 @@ impl<'a, V: Copy> Writer<'a, V> {
             split: false,
             right: None,
             first: None,
+            second: None,
             covered: 0,
             need: 0,
         };
@@ -102,23 +110,51 @@ impl<'a, V: Copy> Writer<'a, V> {
                 plan.right = Some((s, e));
                 break;
             }
-            plan.first.get_or_insert((s, e));
+            if plan.first.is_none() {
+                plan.first = Some((s, e));
+            } else if plan.second.is_none() {
+                plan.second = Some(s);
+            }
             plan.covered += 1;
             // `find_from(e)` returns ranges ending above `e`: progress.
             cur = self.find_from(e).map(|e| (e.start, e.end));
         }
-        // Inserts and removes: each at most the bound of a tree of up to
-        // twice the length plus 16 (see `Tree::reserve_bound`), which
-        // holds through the store, as it adds at most two ranges.
+        // Trims and rewrites change neither the shape of the tree nor its
+        // sizes: the first insert or remove after them can be planned on
+        // the tree as it is, exactly.  Later ones take at most the bound
+        // of a tree of up to twice the length plus 16 (see
+        // `Tree::reserve_bound`), which holds through the store, as it
+        // adds at most two ranges.
         let per_op = self.tree.reserve_bound();
         let keep = usize::from(store && plan.first.is_some());
         let mut need = usize::from(plan.left.is_some()) + usize::from(plan.right.is_some());
         if plan.split {
-            need += per_op;
-        }
-        need = need.saturating_add(per_op.saturating_mul(plan.covered - keep));
-        if store {
-            need = need.saturating_add(if keep == 1 { 1 } else { per_op });
+            // Two inserts; the first one's path has to cross the range
+            // it splits, which its plan would find overlapping.
+            need += 2 * per_op;
+        } else {
+            // The removes; a store keeps the lowest covered range.
+            let removed = plan.covered - keep;
+            let head = if keep == 1 {
+                plan.second
+            } else {
+                plan.first.map(|f| f.0)
+            };
+            if let Some(s) = head {
+                need = need.saturating_add(self.remove_need(s)?);
+                need = need.saturating_add(per_op.saturating_mul(removed - 1));
+            }
+            if store {
+                need += if keep == 1 {
+                    // The keeper's rewrite.
+                    1
+                } else if plan.left.is_none() && plan.right.is_none() {
+                    // Into a gap: the insert is the only update.
+                    self.insert_need(start, end)?
+                } else {
+                    per_op
+                };
+            }
         }
         plan.need = need;
         Ok(plan)

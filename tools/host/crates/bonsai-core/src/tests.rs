@@ -713,3 +713,43 @@ fn host_tree_stores() {
     t.reclaim();
     t.update(|w| w.check().unwrap()).unwrap();
 }
+
+/// The preallocation asks for exactly what the common stores need: an
+/// insert's or a remove's own plan, or one node for a rewrite.
+#[test]
+fn store_need_of_common_stores_is_the_plain_need() {
+    let mut t = Bare::<u32>::new(BalanceParams::default());
+    for i in 0..1000u32 {
+        let s = i as usize * 10;
+        t.store(s, s + 5, i).unwrap();
+    }
+    let bound = t.tree.reserve_bound();
+    for i in 0..1000usize {
+        let s = i * 10;
+        // Into a gap.
+        let need = t.w(|w| w.store_need(s + 6, s + 8)).unwrap();
+        assert_eq!(Ok(need), t.w(|w| w.insert_need(s + 6, s + 8)));
+        // Over exactly one range, or over one and the gap after it.
+        assert_eq!(t.w(|w| w.store_need(s, s + 5)), Ok(1));
+        assert_eq!(t.w(|w| w.store_need(s, s + 10)), Ok(1));
+        // A clear of one range.
+        let need = t.w(|w| w.clear_need(s, s + 5)).unwrap();
+        assert_eq!(Ok(need), t.w(|w| w.remove_need(s)));
+        // A trim: one node.
+        assert_eq!(t.w(|w| w.clear_need(s + 4, s + 6)), Ok(1));
+        // Two ranges: the plan of the first remove, the bound for the
+        // second.
+        if i + 1 < 1000 {
+            let need = t.w(|w| w.clear_need(s, s + 15)).unwrap();
+            let first = t.w(|w| w.remove_need(s)).unwrap();
+            assert_eq!(need, first + bound);
+        }
+    }
+    // The needs are enough.
+    for i in (0..1000usize).step_by(7) {
+        let s = i * 10;
+        t.store(s + 6, s + 8, 1).unwrap();
+        t.clear(s, s + 5).unwrap();
+    }
+    t.check();
+}
