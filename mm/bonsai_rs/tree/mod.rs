@@ -210,7 +210,8 @@ pub struct Stats {
     /// Double rotations.
     pub double_rotations: usize,
     /// Child-pointer stores into nodes already in the tree (commits of
-    /// rebuilt subtrees and the stores of rotations).
+    /// rebuilt subtrees, the stores of rotations and those of nodes
+    /// rewritten by range stores).
     pub commits: usize,
     /// Stores of the root pointer.
     pub root_stores: usize,

@@ -2,7 +2,8 @@
 
 //! Stress test on real threads: lookups race a writer that inserts and
 //! removes ranges and frees retired nodes after grace periods of the host
-//! RCU stand-in.  Ranges that are never removed must always be found.
+//! RCU stand-in.  Ranges that are never removed must always be found; in
+//! the range-store test, addresses whose value no store changes.
 
 #![cfg(not(loom))]
 

@@ -2,7 +2,9 @@
 
 //! Loom model: lock-free lookups racing updates that rotate, commit in
 //! place and substitute a successor must never miss a range that stays
-//! present, nor see a half-built node.
+//! present, nor see a half-built node; lookups racing range stores that
+//! trim, split, remove and rewrite ranges must find every address whose
+//! value the store keeps.
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`
