@@ -171,6 +171,9 @@ mod stores {
         /// A store (`true`) or clear with a reserve `1 + n % need` nodes
         /// short of its need: must fail and change nothing.
         Short(bool, usize, usize, usize),
+        /// A plain insert and remove on the same tree.
+        Insert(usize, usize),
+        RemovePresent(usize),
         Find(usize),
         FindFrom(usize),
     }
@@ -188,6 +191,8 @@ mod stores {
             2 => range().prop_map(|(s, e)| StoreOp::Clear(s, e)),
             1 => (any::<bool>(), range(), any::<usize>())
                 .prop_map(|(st, (s, e), n)| StoreOp::Short(st, s, e, n)),
+            2 => range().prop_map(|(s, e)| StoreOp::Insert(s, e)),
+            1 => any::<usize>().prop_map(StoreOp::RemovePresent),
             1 => addr().prop_map(StoreOp::Find),
             1 => addr().prop_map(StoreOp::FindFrom),
         ]
@@ -278,6 +283,32 @@ mod stores {
                     prop_assert_eq!(got, Err(EAGAIN));
                     prop_assert_eq!(tree.stats(), stats);
                 }
+                StoreOp::Insert(s, e) => {
+                    reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let got = w.insert(s, e, v).map_err(|e| e.error);
+                    let want = if s >= e {
+                        Err(EINVAL)
+                    } else if model_overlaps(&model, s, e) {
+                        Err(EEXIST)
+                    } else {
+                        model.insert(s, (e, v));
+                        Ok(())
+                    };
+                    prop_assert_eq!(got, want, "insert [{:#x}, {:#x})", s, e);
+                }
+                StoreOp::RemovePresent(n) => {
+                    if model.is_empty() {
+                        continue;
+                    }
+                    let s = *model.keys().nth(n % model.len()).unwrap();
+                    model.remove(&s);
+                    reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    prop_assert_eq!(w.remove(s), Ok(()), "remove {:#x}", s);
+                }
                 StoreOp::Find(a) => {
                     let got = tree.find(&g, a).map(|e| (e.start, e.end, *e.value));
                     prop_assert_eq!(got, model_find(&model, a));
@@ -336,9 +367,11 @@ fn long_random_store_runs() {
                 } else {
                     1 + rng.below(12)
                 } as usize;
-                match rng.below(10) {
+                match rng.below(12) {
                     0..=6 => StoreOp::Store(s, s + len),
                     7 | 8 => StoreOp::Clear(s, s + len),
+                    9 => StoreOp::Insert(s, s + len),
+                    10 => StoreOp::RemovePresent(rng.next_u64() as usize),
                     _ => StoreOp::Short(rng.below(2) == 0, s, s + len, rng.next_u64() as usize),
                 }
             })
