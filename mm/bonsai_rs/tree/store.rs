@@ -145,7 +145,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 need = need.saturating_add(per_op.saturating_mul(removed - 1));
             }
             if store {
-                need += if keep == 1 {
+                let last = if keep == 1 {
                     // The keeper's rewrite.
                     1
                 } else if plan.left.is_none() && plan.right.is_none() {
@@ -154,6 +154,7 @@ impl<'a, V: Copy> Writer<'a, V> {
                 } else {
                     per_op
                 };
+                need = need.saturating_add(last);
             }
         }
         plan.need = need;
