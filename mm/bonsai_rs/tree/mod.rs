@@ -46,6 +46,14 @@
 //!   new, unpublished nodes) and published with one store above it, so a
 //!   lookup either sees `s` at its old place or at its new one, never
 //!   neither (paper, section 3.3).
+//! * **Rewrite**, for range stores ([`Writer::store`], [`Writer::clear`]):
+//!   a node is replaced at its place by a new node with the same children
+//!   and another range, published with one store above it.  The new
+//!   range is either part of the old one (a trim: the keys it drops are
+//!   being removed) or, once every other range it overlaps is gone, a
+//!   range that only ranges being removed overlapped: either way the
+//!   tree stays ordered and every key present before and after is found
+//!   in the old node or in the new one.
 //!
 //! Rebuilt subtrees reach lookups through one release store each; sizes
 //! are written in place because lookups never read them.  They live on a
@@ -63,6 +71,8 @@
 //! an upper bound of what it needs (exactly what [`Writer::insert_need`] /
 //! [`Writer::remove_need`] return) and fails with `EAGAIN`, changing
 //! nothing, if the reserve holds fewer; the caller may refill and retry.
+//! Range stores bound their need the same way, from the ranges they
+//! overlap ([`Writer::store_need`], [`Writer::clear_need`]).
 //! Allocation failures therefore surface as `ENOMEM` from
 //! [`NodeReserve::fill`], with the tree untouched.  Nodes left in the
 //! reserve stay for the next update or are freed when it is dropped.
@@ -93,6 +103,7 @@ mod balance;
 mod check;
 mod node;
 mod stack;
+mod store;
 mod update;
 
 use core::marker::PhantomData;
@@ -199,7 +210,8 @@ pub struct Stats {
     /// Double rotations.
     pub double_rotations: usize,
     /// Child-pointer stores into nodes already in the tree (commits of
-    /// rebuilt subtrees and the stores of rotations).
+    /// rebuilt subtrees, the stores of rotations and those of nodes
+    /// rewritten by range stores).
     pub commits: usize,
     /// Stores of the root pointer.
     pub root_stores: usize,
@@ -395,8 +407,12 @@ impl<V: Copy> Tree<V> {
     ///
     /// Every step is a fresh [`Tree::find_from`] from the end of the last
     /// range returned, so the iteration is robust to concurrent updates:
-    /// ranges come out strictly increasing, and every range present for the
-    /// whole iteration comes out.  A step costs `O(log n)`.
+    /// ranges come out with strictly increasing ends, and every range
+    /// present for the whole iteration comes out.  Against inserts and
+    /// removes the starts increase too; a concurrent range store (which
+    /// trims and rewrites ranges) may make a range come out that overlaps
+    /// the one before, one from before the store and one from after it.
+    /// A step costs `O(log n)`.
     pub fn iter<'a, G: ReadSide>(&'a self, _guard: &'a G) -> Iter<'a, V> {
         // INVARIANT: `_guard` proves an RCU read-side section for `'a`.
         Iter {

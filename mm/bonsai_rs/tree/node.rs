@@ -14,8 +14,9 @@
 //!   critical section or the writer lock covers `'a`, or from the reserve
 //!   (a node no one else can free yet); the children of such a node are
 //!   allocated for as long as it is, so [`NodeRef::child`] is safe.
-//! * A node's range and value never change once it is linked.  Its child
-//!   links change only by release stores, and only in ways that keep
+//! * A node's range and value never change once it is linked (a store
+//!   that trims or rewrites a range links a new node in its place).  Its
+//!   child links change only by release stores, and only in ways that keep
 //!   every key a lookup can be looking for below that link (the rules are
 //!   in the parent module).  Its `meta` cell is touched by the writer only.
 //! * A value is copied from a node to its replacement by
@@ -408,6 +409,32 @@ impl<V> NodeReserve<V> {
             .ok()?;
         retired.push(old, Fate::Husk, key);
         Some(new)
+    }
+
+    /// Takes a node that takes `old`'s place with range `[start, end)`
+    /// and `value`, keeping `old`'s children and size.  `old` goes to
+    /// `retired`, as a husk if `value` is a copy of its value (`same`),
+    /// else as the owner of its value.
+    ///
+    /// The caller publishes the new node where `old` was linked; that is
+    /// safe for lookups only if the new range keeps the tree's order there
+    /// (see the rewrite store in the parent module).  Gives the value back,
+    /// changing nothing, if the reserve is empty.
+    pub(crate) fn rewrite<'a>(
+        &mut self,
+        old: NodeRef<'a, V>,
+        (start, end): (usize, usize),
+        value: V,
+        same: bool,
+        retired: &mut RetiredList<V>,
+        key: &WriteKey,
+    ) -> core::result::Result<NodeRef<'a, V>, V> {
+        let left = old.child(Dir::Left);
+        let right = old.child(Dir::Right);
+        let new = self.make(start, end, value, left, right, old.size(key))?;
+        let fate = if same { Fate::Husk } else { Fate::Owner };
+        retired.push(old, fate, key);
+        Ok(new)
     }
 }
 

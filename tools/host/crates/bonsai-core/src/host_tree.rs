@@ -92,6 +92,49 @@ impl<V: Copy> HostTree<V> {
         self.update(|w| w.remove(start))?
     }
 
+    /// Runs `f` as the writer after the preallocation step of a range
+    /// store: the reserve is filled to what `need` asks of the tree
+    /// (`ENOMEM` if that fails, without running `f`).
+    fn update_with<R>(
+        &self,
+        need: impl FnOnce(&Writer<'_, V>) -> Result<usize>,
+        f: impl FnOnce(&mut Writer<'_, V>) -> R,
+    ) -> Result<R> {
+        let mut guard = self.lock();
+        let st = &mut *guard;
+        let n = {
+            // SAFETY: the state mutex is the writer lock, held throughout.
+            let w = unsafe { self.tree.writer(&mut st.reserve, &mut st.retired) };
+            need(&w)?
+        };
+        st.reserve.fill(n, GFP_KERNEL)?;
+        let r = {
+            // SAFETY: as above.
+            let mut w = unsafe { self.tree.writer(&mut st.reserve, &mut st.retired) };
+            f(&mut w)
+        };
+        if st.retired.len() >= RECLAIM_BATCH {
+            let list = core::mem::take(&mut st.retired);
+            drop(guard);
+            self.rcu.free_after_grace_period(list);
+        }
+        Ok(r)
+    }
+
+    /// Stores `value` for `[start, end)`, overwriting what the range
+    /// covers (see [`Writer::store`]).
+    pub fn store(&self, start: usize, end: usize, value: V) -> Result {
+        self.update_with(
+            |w| w.store_need(start, end),
+            |w| w.store(start, end, value).map_err(Error::from),
+        )?
+    }
+
+    /// Clears `[start, end)` (see [`Writer::clear`]).
+    pub fn clear(&self, start: usize, end: usize) -> Result {
+        self.update_with(|w| w.clear_need(start, end), |w| w.clear(start, end))?
+    }
+
     /// Frees the retired nodes after a grace period.
     pub fn reclaim(&self) {
         let list = core::mem::take(&mut self.lock().retired);

@@ -543,3 +543,213 @@ fn host_tree_wrapper() {
     assert_eq!(t.pending(), 0);
     t.update(|w| w.check().unwrap()).unwrap();
 }
+
+/// Range stores: `(start, end, value)` of every range, in order.
+fn entries(t: &Bare<u32>) -> Vec<(usize, usize, u32)> {
+    t.tree
+        .iter(&NoReclaim)
+        .map(|e| (e.start, e.end, *e.value))
+        .collect()
+}
+
+impl Bare<u32> {
+    /// The preallocation step, then the store: the reserve holds exactly
+    /// what `store_need` asks, so an unsound bound fails the store.
+    fn store(&mut self, start: usize, end: usize, v: u32) -> Result {
+        let need = self.w(|w| w.store_need(start, end))?;
+        self.reserve.trim(need);
+        self.reserve.fill(need, GFP_KERNEL).unwrap();
+        self.w(|w| w.store(start, end, v).map_err(Error::from))
+    }
+
+    fn clear(&mut self, start: usize, end: usize) -> Result {
+        let need = self.w(|w| w.clear_need(start, end))?;
+        self.reserve.trim(need);
+        self.reserve.fill(need, GFP_KERNEL).unwrap();
+        self.w(|w| w.clear(start, end))
+    }
+}
+
+#[test]
+fn store_overwrites_like_the_maple_tree() {
+    for params in BOTH {
+        let mut t = Bare::<u32>::new(params);
+        t.store(10, 20, 1).unwrap();
+        t.store(30, 40, 2).unwrap();
+        t.store(50, 60, 3).unwrap();
+        assert_eq!(entries(&t), [(10, 20, 1), (30, 40, 2), (50, 60, 3)]);
+        // Trims on both sides.
+        t.store(15, 35, 4).unwrap();
+        assert_eq!(
+            entries(&t),
+            [(10, 15, 1), (15, 35, 4), (35, 40, 2), (50, 60, 3)]
+        );
+        // A split.
+        t.store(52, 55, 5).unwrap();
+        let want = [(10, 15, 1), (15, 35, 4), (35, 40, 2), (50, 52, 3)];
+        assert_eq!(entries(&t)[..4], want);
+        assert_eq!(entries(&t)[4..], [(52, 55, 5), (55, 60, 3)]);
+        // Exactly over one range: rewritten in place.
+        let before = t.tree.stats();
+        t.store(15, 35, 6).unwrap();
+        let after = t.tree.stats();
+        assert_eq!(after.allocated - before.allocated, 1);
+        assert_eq!(after.single_rotations, before.single_rotations);
+        assert_eq!(entries(&t)[1], (15, 35, 6));
+        // Over several ranges and the gaps between them, touching none
+        // outside: the lowest is rewritten, the others removed.
+        t.store(15, 52, 7).unwrap();
+        assert_eq!(
+            entries(&t),
+            [(10, 15, 1), (15, 52, 7), (52, 55, 5), (55, 60, 3)]
+        );
+        // Into a gap.
+        t.store(0, 10, 8).unwrap();
+        t.store(60, 61, 9).unwrap();
+        assert_eq!(entries(&t).len(), 6);
+        t.check();
+        // Clears: inside one range, across several, over nothing.
+        t.clear(53, 54).unwrap();
+        assert_eq!(entries(&t)[3..5], [(52, 53, 5), (54, 55, 5)]);
+        t.clear(12, 58).unwrap();
+        assert_eq!(
+            entries(&t),
+            [(0, 10, 8), (10, 12, 1), (58, 60, 3), (60, 61, 9)]
+        );
+        let before = t.tree.stats();
+        assert_eq!(t.w(|w| w.clear_need(20, 50)), Ok(0));
+        t.clear(20, 50).unwrap();
+        assert_eq!(t.tree.stats(), before);
+        // Everything.
+        t.store(0, usize::MAX, 10).unwrap();
+        assert_eq!(entries(&t), [(0, usize::MAX, 10)]);
+        t.store(usize::MAX - 1, usize::MAX, 11).unwrap();
+        t.store(0, 1, 12).unwrap();
+        assert_eq!(
+            entries(&t),
+            [
+                (0, 1, 12),
+                (1, usize::MAX - 1, 10),
+                (usize::MAX - 1, usize::MAX, 11)
+            ]
+        );
+        t.clear(0, usize::MAX).unwrap();
+        assert!(t.tree.is_empty());
+        assert_eq!(t.check().len, 0);
+        // Empty ranges.
+        assert_eq!(t.store(5, 5, 0), Err(EINVAL));
+        assert_eq!(t.clear(6, 5), Err(EINVAL));
+    }
+}
+
+#[test]
+fn store_short_reserve_is_eagain_and_changes_nothing() {
+    let live = fault::live();
+    for params in BOTH {
+        let mut t = Bare::<u32>::new(params);
+        let mut rng = Rng::new(5);
+        for i in 0..300u32 {
+            let s = rng.below(4000) as usize;
+            t.store(s, s + 1 + rng.below(20) as usize, i).unwrap();
+        }
+        let mut stores = 0;
+        for i in 0..300u32 {
+            let s = rng.below(4000) as usize;
+            let e = s + 1 + rng.below(if i % 3 == 0 { 400 } else { 30 }) as usize;
+            let clear = i % 4 == 0;
+            let need = if clear {
+                t.w(|w| w.clear_need(s, e)).unwrap()
+            } else {
+                t.w(|w| w.store_need(s, e)).unwrap()
+            };
+            if need == 0 {
+                continue;
+            }
+            let before = (entries(&t), t.tree.stats(), t.retired.len());
+            t.reserve.trim(0);
+            t.reserve.fill(need - 1, GFP_KERNEL).unwrap();
+            if clear {
+                assert_eq!(t.w(|w| w.clear(s, e)), Err(EAGAIN));
+            } else {
+                let err = t.w(|w| w.store(s, e, 1000 + i)).unwrap_err();
+                assert_eq!((err.error, err.value), (EAGAIN, 1000 + i));
+            }
+            assert_eq!((entries(&t), t.tree.stats(), t.retired.len()), before);
+            assert_eq!(t.reserve.len(), need - 1);
+            t.check();
+            // One more node is enough.
+            t.reserve.fill(need, GFP_KERNEL).unwrap();
+            if clear {
+                t.w(|w| w.clear(s, e)).unwrap();
+            } else {
+                t.w(|w| w.store(s, e, i).map_err(Error::from)).unwrap();
+                stores += 1;
+            }
+            t.check();
+        }
+        assert!(stores > 100);
+        let s = t.tree.stats();
+        assert_eq!(s.allocated - s.retired, t.tree.len(), "{s:?}");
+    }
+    assert_eq!(fault::live(), live, "leaked allocations");
+}
+
+#[test]
+fn host_tree_stores() {
+    let t = HostTree::default();
+    for i in 0..100usize {
+        t.store(i * 10, i * 10 + 10, i).unwrap();
+    }
+    t.store(5, 995, 1000).unwrap();
+    t.clear(500, 600).unwrap();
+    {
+        let g = t.read();
+        let got: Vec<_> = t.tree().iter(&g).map(|e| (e.start, e.end)).collect();
+        assert_eq!(got, [(0, 5), (5, 500), (600, 995), (995, 1000)]);
+        assert_eq!(*t.tree().find(&g, 700).unwrap().value, 1000);
+        assert_eq!(*t.tree().find(&g, 996).unwrap().value, 99);
+    }
+    assert_eq!(t.store(3, 3, 0), Err(EINVAL));
+    t.reclaim();
+    t.update(|w| w.check().unwrap()).unwrap();
+}
+
+/// The preallocation asks for exactly what the common stores need: an
+/// insert's or a remove's own plan, or one node for a rewrite.
+#[test]
+fn store_need_of_common_stores_is_the_plain_need() {
+    let mut t = Bare::<u32>::new(BalanceParams::default());
+    for i in 0..1000u32 {
+        let s = i as usize * 10;
+        t.store(s, s + 5, i).unwrap();
+    }
+    let bound = t.tree.reserve_bound();
+    for i in 0..1000usize {
+        let s = i * 10;
+        // Into a gap.
+        let need = t.w(|w| w.store_need(s + 6, s + 8)).unwrap();
+        assert_eq!(Ok(need), t.w(|w| w.insert_need(s + 6, s + 8)));
+        // Over exactly one range, or over one and the gap after it.
+        assert_eq!(t.w(|w| w.store_need(s, s + 5)), Ok(1));
+        assert_eq!(t.w(|w| w.store_need(s, s + 10)), Ok(1));
+        // A clear of one range.
+        let need = t.w(|w| w.clear_need(s, s + 5)).unwrap();
+        assert_eq!(Ok(need), t.w(|w| w.remove_need(s)));
+        // A trim: one node.
+        assert_eq!(t.w(|w| w.clear_need(s + 4, s + 6)), Ok(1));
+        // Two ranges: the plan of the first remove, the bound for the
+        // second.
+        if i + 1 < 1000 {
+            let need = t.w(|w| w.clear_need(s, s + 15)).unwrap();
+            let first = t.w(|w| w.remove_need(s)).unwrap();
+            assert_eq!(need, first + bound);
+        }
+    }
+    // The needs are enough.
+    for i in (0..1000usize).step_by(7) {
+        let s = i * 10;
+        t.store(s + 6, s + 8, 1).unwrap();
+        t.clear(s, s + 5).unwrap();
+    }
+    t.check();
+}

@@ -2,7 +2,9 @@
 
 //! Loom model: lock-free lookups racing updates that rotate, commit in
 //! place and substitute a successor must never miss a range that stays
-//! present, nor see a half-built node.
+//! present, nor see a half-built node; lookups racing range stores that
+//! trim, split, remove and rewrite ranges must find every address whose
+//! value the store keeps.
 //!
 //! Run with
 //! `RUSTFLAGS="--cfg loom" cargo test --release -p bonsai-core --test loom`
@@ -231,4 +233,134 @@ fn substitute_double_rotation() {
         watch: &[11, 12, 5, 6, 1],
     });
     assert_eq!((d.single_rotations, d.double_rotations), (0, 1), "{d:?}");
+}
+
+/// A range store of the writer: `Some(v)` stores `v`, `None` clears.
+type Store = (usize, usize, Option<usize>);
+
+/// Races the range stores against a reader that looks up addresses whose
+/// value stays the same throughout (`watch`: address and value): each
+/// must always be found, in a range that contains it, with its value,
+/// by `find`, `find_from` and an iteration, whose ends increase.
+/// Returns the update stats.
+fn race_stores(
+    keys: &'static [usize],
+    stores: &'static [Store],
+    watch: &'static [(usize, usize)],
+) -> Stats {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(4);
+    }
+    let out = Arc::new(Mutex::new(Stats::default()));
+    let out2 = out.clone();
+    builder.check(move || {
+        let tree = Arc::new(Tree::new());
+        let mut reserve = NodeReserve::new();
+        let mut retired = RetiredList::new();
+        for &k in keys {
+            reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
+            // SAFETY: no other writer or reader exists yet.
+            let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+            let (s, e) = range(k);
+            w.insert(s, e, k).unwrap();
+        }
+        let before = tree.stats();
+        let reader = {
+            let tree = tree.clone();
+            thread::spawn(move || {
+                let g = NoReclaim;
+                for &(a, v) in watch {
+                    let f = tree
+                        .find(&g, a)
+                        .map(|e| (e.start <= a && a < e.end, *e.value));
+                    assert_eq!(f, Some((true, v)), "find of {a:#x} missed");
+                    let f = tree.find_from(&g, a).map(|e| (e.start <= a, *e.value));
+                    assert_eq!(f, Some((true, v)), "find_from of {a:#x} missed");
+                }
+                let mut last_end = 0;
+                let mut seen = 0;
+                for e in tree.iter(&g) {
+                    assert!(e.end > last_end, "iteration went back");
+                    last_end = e.end;
+                    seen += watch
+                        .iter()
+                        .filter(|&&(a, v)| e.start <= a && a < e.end && v == *e.value)
+                        .count();
+                }
+                assert_eq!(seen, watch.len(), "iteration missed a watched address");
+            })
+        };
+        let writer = {
+            let tree = tree.clone();
+            thread::spawn(move || {
+                let mut retired = RetiredList::new();
+                for &(s, e, v) in stores {
+                    // SAFETY: this thread is the only writer.
+                    let w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let need = match v {
+                        Some(_) => w.store_need(s, e),
+                        None => w.clear_need(s, e),
+                    };
+                    let need = need.unwrap();
+                    reserve.fill(need, GFP_KERNEL).unwrap();
+                    // SAFETY: as above.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    match v {
+                        Some(v) => w.store(s, e, v).unwrap(),
+                        None => w.clear(s, e).unwrap(),
+                    }
+                    w.check().unwrap();
+                }
+                retired
+            })
+        };
+        reader.join().unwrap();
+        let late = writer.join().unwrap();
+        // SAFETY: both threads are done: no lookup can hold a retired node.
+        unsafe {
+            retired.free();
+            late.free();
+        }
+        *out2.lock().unwrap() = diff(tree.stats(), before);
+    });
+    let d = *out.lock().unwrap();
+    d
+}
+
+/// A store over `[12, 33)` trims 1 to `[10, 12)` and 3 to `[33, 35)` and
+/// rewrites 2 (the keeper) to the new range, in place: the trimmed parts
+/// stay visible throughout.
+#[test]
+fn store_trims_and_rewrites() {
+    let d = race_stores(
+        &[3, 1, 5, 0, 2, 4, 6],
+        &[(12, 33, Some(100))],
+        &[(10, 1), (11, 1), (33, 3), (34, 3), (2, 0), (40, 4)],
+    );
+    assert_eq!((d.allocated, d.retired), (3, 3), "{d:?}");
+}
+
+/// A clear over `[12, 42)` trims 1 and 4 and removes 2 and 3 (the root),
+/// while the trimmed parts and the ranges around stay visible.
+#[test]
+fn clear_trims_and_removes() {
+    let d = race_stores(
+        &[3, 1, 5, 0, 2, 4, 6],
+        &[(12, 42, None)],
+        &[(11, 1), (43, 4), (0, 0), (61, 6)],
+    );
+    assert_eq!(d.retired, d.allocated + 2, "{d:?}");
+}
+
+/// A store inside 2 splits it; its lower part stays visible, then a store
+/// over `[21, 35)` trims the lower part again, removes the upper part and
+/// 3, and rewrites the middle range.
+#[test]
+fn store_splits_then_overwrites() {
+    race_stores(
+        &[3, 1, 5, 0, 2, 4, 6],
+        &[(22, 23, Some(100)), (21, 35, Some(101))],
+        &[(20, 2), (40, 4), (10, 1)],
+    );
 }

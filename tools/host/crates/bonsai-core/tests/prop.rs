@@ -159,3 +159,223 @@ fn long_random_runs() {
         run(params, ops).unwrap();
     }
 }
+
+/// Range stores against a model of the maple tree's range store.
+mod stores {
+    use super::*;
+
+    #[derive(Clone, Debug)]
+    pub(super) enum StoreOp {
+        Store(usize, usize),
+        Clear(usize, usize),
+        /// A store (`true`) or clear with a reserve `1 + n % need` nodes
+        /// short of its need: must fail and change nothing.
+        Short(bool, usize, usize, usize),
+        /// A plain insert and remove on the same tree.
+        Insert(usize, usize),
+        RemovePresent(usize),
+        Find(usize),
+        FindFrom(usize),
+    }
+
+    /// Ranges from one address to a few dozen, now and then a long one
+    /// that covers many.
+    fn range() -> impl Strategy<Value = (usize, usize)> {
+        let len = prop_oneof![8 => 1usize..24, 1 => 24usize..300, 1 => Just(usize::MAX)];
+        (addr(), len).prop_map(|(s, l)| (s, s.saturating_add(l)))
+    }
+
+    pub(super) fn store_op() -> impl Strategy<Value = StoreOp> {
+        prop_oneof![
+            8 => range().prop_map(|(s, e)| StoreOp::Store(s, e)),
+            2 => range().prop_map(|(s, e)| StoreOp::Clear(s, e)),
+            1 => (any::<bool>(), range(), any::<usize>())
+                .prop_map(|(st, (s, e), n)| StoreOp::Short(st, s, e, n)),
+            2 => range().prop_map(|(s, e)| StoreOp::Insert(s, e)),
+            1 => any::<usize>().prop_map(StoreOp::RemovePresent),
+            1 => addr().prop_map(StoreOp::Find),
+            1 => addr().prop_map(StoreOp::FindFrom),
+        ]
+    }
+
+    /// The maple tree's store of `value` (`None`: erase) over
+    /// `[s, e)`: every entry the range overlaps goes, its parts outside
+    /// the range stay with its value, then the new entry goes in.
+    fn model_store(m: &mut Model, s: usize, e: usize, value: Option<u64>) {
+        let hit: Vec<_> = m
+            .range(..e)
+            .rev()
+            .take_while(|(_, &(end, _))| end > s)
+            .map(|(&a, &(b, v))| (a, b, v))
+            .collect();
+        for (a, b, v) in hit {
+            m.remove(&a);
+            if a < s {
+                m.insert(a, (s, v));
+            }
+            if b > e {
+                m.insert(e, (b, v));
+            }
+        }
+        if let Some(v) = value {
+            m.insert(s, (e, v));
+        }
+    }
+
+    pub(super) fn run(params: BalanceParams, ops: Vec<StoreOp>) -> Result<(), TestCaseError> {
+        let tree = Tree::with_params(params);
+        let mut reserve = NodeReserve::new();
+        let mut retired = RetiredList::new();
+        let mut model = Model::new();
+        let g = NoReclaim;
+        for (i, op) in ops.into_iter().enumerate() {
+            let v = i as u64;
+            let need =
+                |reserve: &mut NodeReserve<u64>, retired: &mut RetiredList<u64>, st, s, e| {
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let w = unsafe { tree.writer(reserve, retired) };
+                    if st {
+                        w.store_need(s, e)
+                    } else {
+                        w.clear_need(s, e)
+                    }
+                };
+            match op {
+                StoreOp::Store(s, e) | StoreOp::Clear(s, e) => {
+                    let st = matches!(op, StoreOp::Store(..));
+                    let got = need(&mut reserve, &mut retired, st, s, e);
+                    if s >= e {
+                        prop_assert_eq!(got, Err(EINVAL));
+                    }
+                    // Exactly the need: a bound too low fails the store.
+                    let n = got.unwrap_or(0);
+                    reserve.trim(n);
+                    reserve.fill(n, GFP_KERNEL).unwrap();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let got = if st {
+                        w.store(s, e, v).map_err(|e| e.error)
+                    } else {
+                        w.clear(s, e)
+                    };
+                    if s >= e {
+                        prop_assert_eq!(got, Err(EINVAL));
+                    } else {
+                        prop_assert_eq!(got, Ok(()), "{:?} [{:#x}, {:#x})", op, s, e);
+                        model_store(&mut model, s, e, st.then_some(v));
+                    }
+                }
+                StoreOp::Short(st, s, e, k) => {
+                    let n = match need(&mut reserve, &mut retired, st, s, e) {
+                        Ok(n) if n > 0 => n,
+                        _ => continue,
+                    };
+                    reserve.trim(0);
+                    reserve.fill(n - 1 - k % n, GFP_KERNEL).unwrap();
+                    let stats = tree.stats();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let got = if st {
+                        w.store(s, e, v).map_err(|e| e.error)
+                    } else {
+                        w.clear(s, e)
+                    };
+                    prop_assert_eq!(got, Err(EAGAIN));
+                    prop_assert_eq!(tree.stats(), stats);
+                }
+                StoreOp::Insert(s, e) => {
+                    reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let got = w.insert(s, e, v).map_err(|e| e.error);
+                    let want = if s >= e {
+                        Err(EINVAL)
+                    } else if model_overlaps(&model, s, e) {
+                        Err(EEXIST)
+                    } else {
+                        model.insert(s, (e, v));
+                        Ok(())
+                    };
+                    prop_assert_eq!(got, want, "insert [{:#x}, {:#x})", s, e);
+                }
+                StoreOp::RemovePresent(n) => {
+                    if model.is_empty() {
+                        continue;
+                    }
+                    let s = *model.keys().nth(n % model.len()).unwrap();
+                    model.remove(&s);
+                    reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    prop_assert_eq!(w.remove(s), Ok(()), "remove {:#x}", s);
+                }
+                StoreOp::Find(a) => {
+                    let got = tree.find(&g, a).map(|e| (e.start, e.end, *e.value));
+                    prop_assert_eq!(got, model_find(&model, a));
+                }
+                StoreOp::FindFrom(a) => {
+                    let got = tree.find_from(&g, a).map(|e| (e.start, e.end, *e.value));
+                    prop_assert_eq!(got, model_find_from(&model, a));
+                }
+            }
+            // SAFETY: single-threaded test: this is the only writer.
+            let w = unsafe { tree.writer(&mut reserve, &mut retired) };
+            let report = w.check();
+            prop_assert!(report.is_ok(), "{:?} after op {}", report, i);
+            let got: Vec<_> = w.iter().map(|e| (e.start, e.end, *e.value)).collect();
+            let want: Vec<_> = model.iter().map(|(&s, &(e, v))| (s, e, v)).collect();
+            prop_assert_eq!(got, want, "after op {}", i);
+            prop_assert_eq!(tree.stats().skipped, 0);
+        }
+        // SAFETY: single-threaded: no lookup is running.
+        unsafe { retired.free() };
+        Ok(())
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(debug_assertions) { 256 } else { 1024 },
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn stores_match_maple_model(
+        params in params(),
+        ops in prop::collection::vec(stores::store_op(), 1..300),
+    ) {
+        stores::run(params, ops)?;
+    }
+}
+
+/// Long random store runs over a small address space, where stores
+/// overlap often and the tree holds hundreds of ranges.
+#[test]
+fn long_random_store_runs() {
+    use bonsai_core::rng::Rng;
+    use stores::StoreOp;
+    for (seed, params) in [
+        (4, BalanceParams::HIRAI_YAMAMOTO),
+        (5, BalanceParams::PAPER),
+    ] {
+        let mut rng = Rng::new(seed);
+        let ops = (0..4000)
+            .map(|_| {
+                let s = rng.below(3000) as usize;
+                let len = if rng.below(20) == 0 {
+                    1 + rng.below(600)
+                } else {
+                    1 + rng.below(12)
+                } as usize;
+                match rng.below(12) {
+                    0..=6 => StoreOp::Store(s, s + len),
+                    7 | 8 => StoreOp::Clear(s, s + len),
+                    9 => StoreOp::Insert(s, s + len),
+                    10 => StoreOp::RemovePresent(rng.next_u64() as usize),
+                    _ => StoreOp::Short(rng.below(2) == 0, s, s + len, rng.next_u64() as usize),
+                }
+            })
+            .collect();
+        stores::run(params, ops).unwrap();
+    }
+}
