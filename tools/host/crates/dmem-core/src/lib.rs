@@ -5,7 +5,7 @@
 //! ([`host`]): `std` (or, under `--cfg loom`, `loom`) mutexes as locks,
 //! `BTreeMap` buckets whose nodes are fallible `KBox` allocations (so the
 //! shim's fault injection reaches them), page supplies over a plain table
-//! or over the real GCMA page-state map (`mm/gcma_rs/area_map.rs`), and
+//! or over the real GCMA page-state map (`mm/gcma_rs/area_map/`), and
 //! page memory made of atomic words.
 //!
 //! The shared modules declare their items `pub(crate)`, so the tests live
@@ -20,7 +20,7 @@
 
 // Not every consumer of the shared modules uses all of their API.
 #[allow(dead_code)]
-#[path = "../../../../../mm/gcma_rs/area_map.rs"]
+#[path = "../../../../../mm/gcma_rs/area_map/mod.rs"]
 mod area_map;
 
 #[allow(dead_code)]

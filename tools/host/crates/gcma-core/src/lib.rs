@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host build of the GCMA page-state map, `mm/gcma_rs/area_map.rs`,
+//! Host build of the GCMA page-state map, `mm/gcma_rs/area_map/`,
 //! compiled unchanged against the kernel-crate shim.
 //!
 //! The shared module declares its items `pub(crate)`, as the kernel crate
@@ -11,7 +11,7 @@
 
 // Not every consumer of the shared module uses all of its API.
 #[allow(dead_code)]
-#[path = "../../../../../mm/gcma_rs/area_map.rs"]
+#[path = "../../../../../mm/gcma_rs/area_map/mod.rs"]
 mod area_map;
 
 pub mod baseline;
