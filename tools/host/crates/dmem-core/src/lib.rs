@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host build of DMEM, `mm/gcma_rs/dmem.rs`, compiled unchanged against the
+//! Host build of DMEM, `mm/gcma_rs/dmem/`, compiled unchanged against the
 //! kernel-crate shim, with host implementations of its traits
 //! ([`host`]): `std` (or, under `--cfg loom`, `loom`) mutexes as locks,
 //! `BTreeMap` buckets whose nodes are fallible `KBox` allocations (so the
@@ -24,7 +24,7 @@
 mod area_map;
 
 #[allow(dead_code)]
-#[path = "../../../../../mm/gcma_rs/dmem.rs"]
+#[path = "../../../../../mm/gcma_rs/dmem/mod.rs"]
 mod dmem;
 
 #[allow(dead_code)]
