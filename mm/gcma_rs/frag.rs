@@ -121,7 +121,7 @@ impl Pollution {
     /// Returns the pollution of `blocks`: the migrate type (`None`:
     /// unknown) and census of each pageblock.
     // The tests' entry point; the kernel side adds pageblocks one by one.
-    #[cfg_attr(not(CONFIG_GCMA_KUNIT_TEST), allow(dead_code))]
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
     pub(crate) fn of<'a>(
         blocks: impl IntoIterator<Item = (Option<MigrateType>, &'a PageblockCensus)>,
     ) -> Self {
@@ -179,6 +179,8 @@ pub(crate) struct PageblockCensus {
 
 impl PageblockCensus {
     /// Returns the number of page frames counted.
+    // Used only by the KUnit suite.
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
     pub(crate) fn total(&self) -> usize {
         self.free_buddy
             + self.free_other
@@ -189,6 +191,8 @@ impl PageblockCensus {
     }
 
     /// Adds `other`'s counts to this census.
+    // Used only by the KUnit suite.
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
     pub(crate) fn add(&mut self, other: &Self) {
         self.free_buddy += other.free_buddy;
         self.free_other += other.free_other;

@@ -42,16 +42,11 @@ use kernel::{
     sync::SpinLock,
 };
 
-// Parts of the map's interface (range checks, lent-page iteration) serve
-// only the tests and the host harness.
-#[allow(dead_code)]
+// Items of these modules that only tests use are compiled only for them
+// (`#[cfg(...)]` on each, saying which tests use it).
 mod area_map;
 mod boot;
-// The store's interface serves the page-cache and swap hooks to come and
-// the host tests: parts of it have no kernel caller yet.
-#[allow(dead_code)]
 mod dmem;
-#[allow(dead_code)]
 mod dmem_client;
 mod dmem_kernel;
 mod frag;

@@ -133,6 +133,8 @@
 
 mod avail;
 mod bitmaps;
+// The consistency check serves the KUnit suite and the host tests only.
+#[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
 mod check;
 mod primary;
 mod runs;
@@ -203,6 +205,8 @@ pub(crate) struct AreaMap<S> {
     /// Leaves of the tree: `nr_words` rounded up to a power of two.
     leaves: usize,
     /// Bits of the last bitmap word that stand for pages of the area.
+    // Read only by the consistency check.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
     tail_mask: usize,
     /// Levels of the availability bitset.
     levels: usize,
@@ -282,6 +286,8 @@ pub(crate) enum AllocStep {
 }
 
 /// Iterator over the lent pages of a range; see [`AreaMap::lent_in`].
+// Used only by the host tests.
+#[cfg(test)]
 pub(crate) struct LentIter<'a, S> {
     /// The map.
     map: &'a AreaMap<S>,
@@ -291,6 +297,7 @@ pub(crate) struct LentIter<'a, S> {
     end: usize,
 }
 
+#[cfg(test)]
 impl<S: DerefMut<Target = [usize]>> Iterator for LentIter<'_, S> {
     type Item = usize;
 
@@ -344,6 +351,7 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
             nr_pages,
             nr_words,
             leaves,
+            #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
             tail_mask,
             levels,
             level_off,
@@ -404,6 +412,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
 
     /// Pages claimed by a primary allocation but still lent, i.e. awaiting
     /// [`AreaMap::finish_discard`] or [`AreaMap::return_secondary`].
+    // Used only by the host tests.
+    #[cfg(test)]
     pub(crate) fn pending_discard(&self) -> usize {
         self.pending
     }
@@ -432,6 +442,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Longest run of pages not owned by primary allocations (lent pages
     /// count as free): no unaligned primary allocation larger than this can
     /// succeed.
+    // Used only by the host tests.
+    #[cfg(test)]
     pub(crate) fn largest_primary_run(&self) -> usize {
         self.root_runs().max
     }

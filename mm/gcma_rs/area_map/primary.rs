@@ -27,6 +27,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Errors, with the map unchanged: `EINVAL` if `count == 0` or
     /// `align_order >= usize::BITS`; `ENOMEM` if `count > nr_pages` or no
     /// such range is free.
+    // The kernel allocates with `alloc_primary_from()`; this serves the tests.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
     pub(crate) fn alloc_primary(&mut self, count: usize, align_order: u32) -> Result<AllocOutcome> {
         let mut from = 0;
         loop {
@@ -360,6 +362,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Whether every page of `start..start + count` is owned by a primary
     /// allocation (false for an empty range or one out of the area).
     /// Costs `O(count / BITS)`.
+    // Used only by the KUnit suite and the host tests.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
     pub(crate) fn is_primary_range(&self, start: usize, count: usize) -> bool {
         self.check_primary_range(start, count).is_ok()
     }

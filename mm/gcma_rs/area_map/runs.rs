@@ -65,6 +65,8 @@ impl Runs {
 
     /// Runs of two adjacent ranges given with their lengths, and the
     /// length of the whole.
+    // Used only by `root_runs()`.
+    #[cfg(test)]
     fn concat((l, l_len): (Runs, usize), (r, r_len): (Runs, usize)) -> (Runs, usize) {
         let runs = Runs {
             max: l.max.max(r.max).max(l.suf + r.pre),
@@ -160,6 +162,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
 
     /// Whether the stored runs of inner node `i` may be out of date: it is
     /// an ancestor of a stale leaf.
+    // Used only by the consistency check.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
     pub(super) fn is_stale(&self, i: usize) -> bool {
         if self.stale_lo > self.stale_hi || i == 0 {
             return false;
@@ -174,6 +178,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Runs of the whole area, computed around the stale range without
     /// changing the tree: the runs of the maximal subtrees left of it, of
     /// its leaves, and of the maximal subtrees right of it, joined in order.
+    // Used only by `largest_primary_run()`, for the host tests.
+    #[cfg(test)]
     pub(super) fn root_runs(&self) -> Runs {
         if self.stale_lo > self.stale_hi {
             return self.runs(1);

@@ -8,13 +8,17 @@
 //! Separate from the primary side: these operations change only secondary
 //! bits.
 
-use super::{bitmaps::WordMasks, AreaMap, LentIter, BITS};
+#[cfg(test)]
+use super::LentIter;
+use super::{bitmaps::WordMasks, AreaMap, BITS};
 use core::ops::DerefMut;
 use kernel::prelude::*;
 
 impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Returns the first lent page in `from..end` (clamped to the area), if
     /// any.
+    // Used only by the host tests (and `LentIter`).
+    #[cfg(test)]
     pub(crate) fn next_lent(&self, from: usize, end: usize) -> Option<usize> {
         let end = end.min(self.nr_pages);
         if from >= end {
@@ -38,6 +42,8 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Iterates over the lent pages of `start..start + count`.
     ///
     /// Fails with `EINVAL` if the range is empty or out of the area.
+    // Used only by the host tests.
+    #[cfg(test)]
     pub(crate) fn lent_in(&self, start: usize, count: usize) -> Result<LentIter<'_, S>> {
         let end = self.check_range(start, count)?;
         Ok(LentIter {

@@ -166,16 +166,22 @@ impl<C: Config> Dmem<C> {
     }
 
     /// The page supply.
+    // Used only by the host tests.
+    #[cfg(test)]
     pub(crate) fn supply(&self) -> &C::Supply {
         &self.supply
     }
 
     /// The page copier.
+    // Used only by the host tests.
+    #[cfg(test)]
     pub(crate) fn access(&self) -> &C::Access {
         &self.access
     }
 
     /// Whether a load that hits drops its entry.
+    // Used only by the KUnit suite.
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
     pub(crate) fn exclusive_loads(&self) -> bool {
         self.exclusive_loads
     }
@@ -381,6 +387,8 @@ impl<C: Config> Dmem<C> {
     /// back to the supply.  Returns whether the store held the page.
     ///
     /// As [`Dmem::discard_range`] for one page.
+    // Used only by the host tests; GCMA discards with `discard_range()`.
+    #[cfg(test)]
     pub(crate) fn discard(&self, page: usize) -> bool {
         self.discard_range(page, 1, |_, _| {}) != 0
     }
@@ -482,6 +490,8 @@ impl<C: Config> Dmem<C> {
 
     /// Returns the handle of the entry of `key`, if it is ready (a
     /// snapshot, for tests and debugging).
+    // Used only by the KUnit suite and the host tests.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
     pub(crate) fn handle_of(&self, key: &C::Key) -> Option<Handle> {
         let h = self.bucket(key).with(|m| m.get(key))?;
         self.pages.with(|t| t.is(h, State::Ready)).then_some(h)
@@ -522,6 +532,8 @@ impl<C: Config> Dmem<C> {
     ///
     /// Fails with `EINVAL` on the first inconsistency.  Costs time linear in
     /// the size of the instance: for debugging and tests.
+    // Used only by the KUnit suite and the host tests.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
     pub(crate) fn check_quiescent(&self) -> Result<usize> {
         let ok = |cond: bool| if cond { Ok(()) } else { Err(EINVAL) };
         let (mut entries, mut stale_entries) = (0usize, 0usize);
@@ -589,6 +601,8 @@ impl<C: Config> Dmem<C> {
     }
 
     /// Entries on the stale list (a snapshot, for tests and debugging).
+    // Used only by the host tests.
+    #[cfg(test)]
     pub(crate) fn stale_entries(&self) -> usize {
         self.pages.with(|t| t.stale)
     }
