@@ -382,6 +382,11 @@ impl Area {
 
     /// Pages of the area: in all, owned by primary clients, and lent to
     /// secondary clients (a snapshot).
+    // Used only by the benchmark and the THP KUnit suite.
+    #[cfg(any(
+        CONFIG_SAMPLE_RUST_GCMA_BENCH,
+        all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP)
+    ))]
     pub(crate) fn page_counts(&self) -> (usize, usize, usize) {
         let map = self.map.lock();
         (map.nr_pages(), map.primary_used(), map.secondary_lent())
