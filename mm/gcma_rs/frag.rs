@@ -38,17 +38,29 @@
 //! never in the buddy allocator and have no reference when free, so they
 //! count as free pages outside the buddy lists, not as free memory `F`.
 //!
+//! The census of a pageblock, which sorts its pages into free, movable,
+//! unmovable and reserved ones ([`PageblockCensus`]), is this module's
+//! too: it is the policy of the pollution measure.  `kernel::mm::zone`
+//! only provides the mechanism it walks: the zones, their pageblocks and
+//! migrate types, and a racy read of one page ([`Zone::page_snapshot`]).
+//!
 //! The arithmetic is in pure functions of the counts ([`unusable_index`],
-//! [`fragmentation_index`], [`Pollution::of`], [`ZoneMetrics::from_counts`])
-//! so that the tests check it on known layouts; [`ZoneMetrics::measure`]
-//! feeds them a real zone.  `frag_debugfs.c` shows the result in
+//! [`fragmentation_index`], [`Pollution::of`], [`ZoneMetrics::from_counts`],
+//! and [`census_with`] for the census) so that the tests check it on known
+//! layouts; [`ZoneMetrics::measure`] feeds them a real zone.  `frag_debugfs.c` shows the result in
 //! `/sys/kernel/debug/gcma/fragmentation`, one line per populated zone.
 
-use core::fmt;
+use core::{fmt, ops::Range};
 use kernel::{
     bindings,
+    delay::{self, MaySleep},
     ffi::c_int,
-    mm::zone::{self, FreeArea, MigrateType, PageblockCensus, Zone, NR_PAGE_ORDERS},
+    mm::{
+        zone::{
+            self, FreeArea, MigrateType, OnlineMems, PageSnapshot, Pageblock, Zone, NR_PAGE_ORDERS,
+        },
+        MAX_PAGE_ORDER,
+    },
     prelude::*,
     str::CString,
 };
@@ -109,7 +121,7 @@ impl Pollution {
     /// Returns the pollution of `blocks`: the migrate type (`None`:
     /// unknown) and census of each pageblock.
     // The tests' entry point; the kernel side adds pageblocks one by one.
-    #[cfg_attr(not(CONFIG_GCMA_KUNIT_TEST), allow(dead_code))]
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
     pub(crate) fn of<'a>(
         blocks: impl IntoIterator<Item = (Option<MigrateType>, &'a PageblockCensus)>,
     ) -> Self {
@@ -140,6 +152,154 @@ impl Pollution {
         (self.polluted_blocks * 1000)
             .checked_div(self.movable_blocks)
             .unwrap_or(0)
+    }
+}
+
+/// The census of a pageblock's pages: each page frame is counted once, so
+/// the counts sum to the pageblock's size in its zone
+/// ([`Pageblock::pfns`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PageblockCensus {
+    /// Pages in free buddy blocks.
+    pub(crate) free_buddy: usize,
+    /// Free pages outside the buddy lists (no reference).
+    pub(crate) free_other: usize,
+    /// Allocated pages that can be migrated (see
+    /// [`PageSnapshot::movable`]).
+    pub(crate) movable: usize,
+    /// Reserved pages (`PageReserved()`).
+    pub(crate) reserved: usize,
+    /// Other allocated pages: slab, page tables, kernel allocations, pages
+    /// in transit.
+    pub(crate) unmovable: usize,
+    /// Page frames without an online `struct page`, or whose page belongs
+    /// to another zone.
+    pub(crate) holes: usize,
+}
+
+impl PageblockCensus {
+    /// Returns the number of page frames counted.
+    // Used only by the KUnit suite.
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
+    pub(crate) fn total(&self) -> usize {
+        self.free_buddy
+            + self.free_other
+            + self.movable
+            + self.reserved
+            + self.unmovable
+            + self.holes
+    }
+
+    /// Adds `other`'s counts to this census.
+    // Used only by the KUnit suite.
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
+    pub(crate) fn add(&mut self, other: &Self) {
+        self.free_buddy += other.free_buddy;
+        self.free_other += other.free_other;
+        self.movable += other.movable;
+        self.reserved += other.reserved;
+        self.unmovable += other.unmovable;
+        self.holes += other.holes;
+    }
+}
+
+/// Takes the census of the page frames `pfns` as `read` shows them: the
+/// walk [`census`] does on the real pages, for any page reader (tests give
+/// it a synthetic layout).
+///
+/// `read(pfn)` is `None` for a hole.  A free buddy block of up to
+/// `max_order` is counted whole from its head, and so is a free block that
+/// starts before `pfns` and covers its start; an allocated folio is
+/// classified by its head and counted whole; a free page outside the buddy
+/// lists and a reserved page count one page each.  Orders found in a racy
+/// read are checked (a buddy order above `max_order` or a misaligned head
+/// counts one page), and nothing is counted outside `pfns`.
+///
+/// `frag_tests.rs` walks it over synthetic layouts (`census_by_hand` and
+/// the cases after it).
+pub(crate) fn census_with(
+    pfns: Range<usize>,
+    max_order: u32,
+    mut read: impl FnMut(usize) -> Option<PageSnapshot>,
+) -> PageblockCensus {
+    let mut c = PageblockCensus::default();
+    let mut pfn = pfns.start;
+    // A free block that starts before the range and covers its start: its
+    // head is the only page of it that says so.
+    for order in 1..=max_order.min(usize::BITS - 2) {
+        let head = pfn & !((1usize << order) - 1);
+        if head == pfn {
+            continue;
+        }
+        if let Some(b) = read(head).and_then(|p| p.buddy_order) {
+            if b >= order && b <= max_order && head + (1usize << b) > pfn {
+                let n = (head + (1usize << b)).min(pfns.end) - pfn;
+                c.free_buddy += n;
+                pfn += n;
+                break;
+            }
+        }
+    }
+    while pfn < pfns.end {
+        let left = pfns.end - pfn;
+        let Some(p) = read(pfn) else {
+            c.holes += 1;
+            pfn += 1;
+            continue;
+        };
+        let n = match p.buddy_order {
+            Some(b) if b <= max_order && pfn % (1usize << b) == 0 => {
+                let n = (1usize << b).min(left);
+                c.free_buddy += n;
+                n
+            }
+            _ if p.reserved => {
+                c.reserved += 1;
+                1
+            }
+            _ if p.unreferenced => {
+                c.free_other += 1;
+                1
+            }
+            _ => {
+                // Folios are naturally aligned: the folio ends at the next
+                // multiple of its size.
+                let size = 1usize << p.folio_order.min(usize::BITS - 2);
+                let n = ((pfn & !(size - 1)) + size - pfn).min(left);
+                if p.movable {
+                    c.movable += n;
+                } else {
+                    c.unmovable += n;
+                }
+                n
+            }
+        };
+        pfn += n;
+    }
+    c
+}
+
+/// Takes the census of `pb`'s pages (a racy snapshot), holding off memory
+/// hot-remove while it reads.  May sleep (`ctx`).
+pub(crate) fn census(pb: &Pageblock, ctx: &MaySleep) -> PageblockCensus {
+    let online = OnlineMems::get(ctx);
+    census_with(pb.pfns(), MAX_PAGE_ORDER, |pfn| {
+        pb.zone().page_snapshot(pfn, &online)
+    })
+}
+
+/// Takes the census of every pageblock of `zone` and hands each to `f`
+/// with its pageblock, letting other tasks run between pageblocks
+/// (`cond_resched()`).  May sleep (`ctx`).
+pub(crate) fn for_each_census(
+    zone: &'static Zone,
+    ctx: &MaySleep,
+    mut f: impl FnMut(&Pageblock, &PageblockCensus),
+) {
+    for pb in zone.pageblocks() {
+        let c = census(&pb, ctx);
+        f(&pb, &c);
+        delay::cond_resched(ctx);
     }
 }
 
@@ -202,8 +362,8 @@ impl ZoneMetrics {
         // SAFETY: `measure()` runs for `gcma_rs_frag_show()` (a seq_file
         // show callback, process context by its contract) and for KUnit
         // cases, with no atomic section active.
-        let ctx = unsafe { kernel::delay::MaySleep::new() };
-        zone.for_each_census(&ctx, |pb, c| {
+        let ctx = unsafe { MaySleep::new() };
+        for_each_census(zone, &ctx, |pb, c| {
             if !in_area(pb.start_pfn()) {
                 pollution.add(pb.migrate_type(), c)
             }

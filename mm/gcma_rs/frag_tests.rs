@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suite `gcma_frag`: the fragmentation metrics on zones of known
-//! layout (synthetic counts worked out by hand), the line format of the
-//! debugfs file, and consistency on the real zones.
+//! layout (synthetic counts worked out by hand), the pageblock census on
+//! synthetic page layouts, the line format of the debugfs file, and
+//! consistency on the real zones.
 
-use crate::frag::{fragmentation_index, unusable_index, Pollution, ZoneMetrics, HEADER, THP_ORDER};
+use crate::frag::{
+    census_with, for_each_census, fragmentation_index, unusable_index, PageblockCensus, Pollution,
+    ZoneMetrics, HEADER, THP_ORDER,
+};
 use kernel::{
-    c_str, kunit_expect, kunit_expect_eq,
+    c_str,
+    delay::MaySleep,
+    kunit_expect, kunit_expect_eq,
     mm::{
         buddy::ContigPages,
-        zone::{self, FreeArea, MigrateType, PageblockCensus, NR_PAGE_ORDERS},
+        zone::{self, FreeArea, MigrateType, PageSnapshot, NR_PAGE_ORDERS},
     },
     prelude::*,
     str::CString,
@@ -122,6 +128,166 @@ fn pollution_by_hand() -> Result {
     Ok(())
 }
 
+fn free(order: u32) -> Option<PageSnapshot> {
+    Some(PageSnapshot {
+        buddy_order: Some(order),
+        unreferenced: true,
+        ..Default::default()
+    })
+}
+
+fn used(folio_order: u32, movable: bool) -> Option<PageSnapshot> {
+    Some(PageSnapshot {
+        folio_order,
+        movable,
+        ..Default::default()
+    })
+}
+
+/// A pageblock of 8 pages: a free order-2 block, a hole, a reserved page
+/// and an order-1 movable folio.
+fn census_by_hand() -> Result {
+    let c = census_with(0..8, 10, |pfn| match pfn {
+        0 => Some(PageSnapshot {
+            buddy_order: Some(2),
+            ..Default::default()
+        }),
+        4 => None,
+        5 => Some(PageSnapshot {
+            reserved: true,
+            ..Default::default()
+        }),
+        _ => Some(PageSnapshot {
+            folio_order: 1,
+            movable: true,
+            ..Default::default()
+        }),
+    });
+    let want = PageblockCensus {
+        free_buddy: 4,
+        holes: 1,
+        reserved: 1,
+        movable: 2,
+        ..Default::default()
+    };
+    kunit_expect_eq!(c, want);
+    Ok(())
+}
+
+/// Buddy blocks are skipped whole, tails of buddy blocks are never
+/// read as pages, and folios are counted whole by their head.
+fn census_skips_blocks() -> Result {
+    let mut reads = 0;
+    // 16 pages: free order-3 block at 0, unmovable order-2 folio at 8,
+    // pcp page at 12, movable pages at 13..16.
+    let c = census_with(0..16, 10, |pfn| {
+        reads += 1;
+        match pfn {
+            0 => free(3),
+            1..=7 => Some(PageSnapshot {
+                unreferenced: true,
+                ..Default::default()
+            }),
+            8..=11 => used(2, false),
+            12 => Some(PageSnapshot {
+                unreferenced: true,
+                ..Default::default()
+            }),
+            _ => used(0, true),
+        }
+    });
+    kunit_expect_eq!(
+        c,
+        PageblockCensus {
+            free_buddy: 8,
+            unmovable: 4,
+            free_other: 1,
+            movable: 3,
+            ..Default::default()
+        }
+    );
+    kunit_expect_eq!(c.total(), 16);
+    // Pages 0, 8, 12, 13, 14 and 15; pfn 0 is aligned to every order,
+    // so no head of an enclosing block is looked up.
+    kunit_expect_eq!(reads, 6);
+    Ok(())
+}
+
+/// A free block that begins before the range covers its start (the
+/// second pageblock of a free order-10 block), and one that begins
+/// before but ends inside.
+fn census_enclosing_block() -> Result {
+    let c = census_with(512..1024, 10, |pfn| match pfn {
+        0 => free(10),
+        _ => Some(PageSnapshot {
+            unreferenced: true,
+            ..Default::default()
+        }),
+    });
+    kunit_expect_eq!(c.free_buddy, 512);
+    kunit_expect_eq!(c.total(), 512);
+    // Free order-2 block at 4 covers 6 and 7 of the range 6..10.
+    let c = census_with(6..10, 10, |pfn| match pfn {
+        4 => free(2),
+        8 => free(1),
+        _ => used(0, false),
+    });
+    kunit_expect_eq!(c.free_buddy, 4);
+    kunit_expect_eq!(c.total(), 4);
+    Ok(())
+}
+
+/// Values a racy read may produce do not overrun the range: a buddy
+/// order above the maximum, a misaligned buddy head, a huge folio
+/// order, a folio that sticks out of the range.
+fn census_racy_values_bounded() -> Result {
+    let c = census_with(0..8, 10, |pfn| match pfn {
+        0 => free(40),
+        1 => free(2),
+        2 => used(255, true),
+        _ => None,
+    });
+    kunit_expect_eq!(c.total(), 8);
+    kunit_expect_eq!(c.movable, 6);
+    let c = census_with(4..6, 10, |pfn| match pfn {
+        4 => used(3, false),
+        _ => None,
+    });
+    kunit_expect_eq!(c.unmovable, 2);
+    kunit_expect_eq!(c.total(), 2);
+    Ok(())
+}
+
+/// The real zones of every online node: names, nodes, spans, and the
+/// census of every pageblock adds up to the zone's span.
+fn real_zones_add_up() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic
+    // section active.
+    let ctx = unsafe { MaySleep::new() };
+    let mut populated = 0;
+    for z in zone::all_zones() {
+        kunit_expect!(z.node().is_online(), "{:?} on an offline node", z);
+        kunit_expect!(!z.name().as_bytes().is_empty());
+        if !z.is_populated() {
+            continue;
+        }
+        populated += 1;
+        let mut sum = PageblockCensus::default();
+        for_each_census(z, &ctx, |_, c| sum.add(c));
+        kunit_expect_eq!(sum.total(), z.spanned_pages());
+        // Holes of the span are at least the pages that are not present.
+        kunit_expect!(
+            sum.holes + sum.reserved >= z.spanned_pages() - z.present_pages(),
+            "{:?}: {:?}, present {}",
+            z,
+            sum,
+            z.present_pages()
+        );
+    }
+    kunit_expect!(populated > 0);
+    Ok(())
+}
+
 /// The line of a zone has exactly the keys, in the order, that the
 /// scenarios and the demo parse.
 fn line_format() -> Result {
@@ -168,6 +334,9 @@ fn check_invariants(m: &ZoneMetrics) {
 /// allocator and given back: the metrics of every populated zone keep
 /// their invariants, and the pageblock of the block is not seen free.
 fn real_zones_consistent() -> Result {
+    // SAFETY: a KUnit case runs in process context, with no atomic section
+    // active.
+    let ctx = unsafe { MaySleep::new() };
     let block = ContigPages::alloc(None, THP_ORDER, GFP_KERNEL)?;
     let pfn = block.pfn();
     let mut spanning = 0;
@@ -178,7 +347,7 @@ fn real_zones_consistent() -> Result {
         }
         spanning += 1;
         for pb in z.pageblocks().filter(|pb| pb.pfns().contains(&pfn)) {
-            let c = pb.census();
+            let c = crate::frag::census(&pb, &ctx);
             kunit_expect_eq!(c.total(), pb.pfns().len());
             // We hold the head page: it is neither in the buddy lists nor
             // without a reference (or it is a hole, in another zone).
@@ -209,7 +378,12 @@ kernel::kunit_suite! {
         one_order10_block,
         mixed_by_hand,
         pollution_by_hand,
+        census_by_hand,
+        census_skips_blocks,
+        census_enclosing_block,
+        census_racy_values_bounded,
         line_format,
+        real_zones_add_up,
         real_zones_consistent,
     ],
 }

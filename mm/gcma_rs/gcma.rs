@@ -42,16 +42,11 @@ use kernel::{
     sync::SpinLock,
 };
 
-// Parts of the map's interface (range checks, lent-page iteration) serve
-// only the tests and the host harness.
-#[allow(dead_code)]
+// Items of these modules that only tests use are compiled only for them
+// (`#[cfg(...)]` on each, saying which tests use it).
 mod area_map;
 mod boot;
-// The store's interface serves the page-cache and swap hooks to come and
-// the host tests: parts of it have no kernel caller yet.
-#[allow(dead_code)]
 mod dmem;
-#[allow(dead_code)]
 mod dmem_client;
 mod dmem_kernel;
 mod frag;
@@ -387,6 +382,11 @@ impl Area {
 
     /// Pages of the area: in all, owned by primary clients, and lent to
     /// secondary clients (a snapshot).
+    // Used only by the benchmark and the THP KUnit suite.
+    #[cfg(any(
+        CONFIG_SAMPLE_RUST_GCMA_BENCH,
+        all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP)
+    ))]
     pub(crate) fn page_counts(&self) -> (usize, usize, usize) {
         let map = self.map.lock();
         (map.nr_pages(), map.primary_used(), map.secondary_lent())

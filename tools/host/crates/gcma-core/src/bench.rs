@@ -20,7 +20,7 @@
 //! after round, and the table that ends the output gives, per workload,
 //! `AreaMap`'s rate over that of the word-skipping scan in the same run.
 
-use crate::area_map::{bitmap_words, summary_words, AreaMap};
+use crate::area_map::{bitmap_words, summary_words, AllocStep, AreaMap};
 use crate::baseline::{FirstFit, Scan};
 use crate::rng::Rng;
 use std::time::{Duration, Instant};
@@ -89,7 +89,12 @@ impl Allocator for FirstFit {
 
 impl Allocator for AreaMap<Vec<usize>> {
     fn alloc(&mut self, count: usize, align_order: u32) -> Option<usize> {
-        self.alloc_primary(count, align_order).ok().map(|a| a.start)
+        // The kernel's entry point (`alloc_primary()` is compiled for tests
+        // only); with no bound on the tries it never returns `Resume`.
+        match self.alloc_primary_from(count, align_order, 0, usize::MAX) {
+            Ok(AllocStep::Done(a)) => Some(a.start),
+            _ => None,
+        }
     }
 
     fn release(&mut self, start: usize, count: usize) {

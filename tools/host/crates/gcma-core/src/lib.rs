@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Host build of the GCMA page-state map, `mm/gcma_rs/area_map.rs`,
+//! Host build of the GCMA page-state map, `mm/gcma_rs/area_map/`,
 //! compiled unchanged against the kernel-crate shim.
 //!
 //! The shared module declares its items `pub(crate)`, as the kernel crate
@@ -9,9 +9,11 @@
 //! benchmark is the public [`bench`] module, which the `gcma-bench` binary
 //! runs.
 
-// Not every consumer of the shared module uses all of its API.
-#[allow(dead_code)]
-#[path = "../../../../../mm/gcma_rs/area_map.rs"]
+// The tests use the whole map; the benchmark binary, the only user of a
+// non-test build, only allocates and releases.  Items only tests use are
+// gated in the map itself (`cfg(test)`).
+#[cfg_attr(not(test), allow(dead_code))]
+#[path = "../../../../../mm/gcma_rs/area_map/mod.rs"]
 mod area_map;
 
 pub mod baseline;

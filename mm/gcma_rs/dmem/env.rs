@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! What a DMEM instance needs from its environment, as traits: locks and
+//! waiting ([`Platform`], [`Lock`]), the ordered map of a hash bucket
+//! ([`BucketMap`]), where pages come from ([`PageSupply`]) and how their
+//! bytes are copied ([`PageAccess`]), bundled by [`Config`].
+//!
+//! Separate from the store because the kernel (`dmem_kernel.rs`) and the
+//! host tier (`tools/host/crates/dmem-core`) implement these, and nothing
+//! else of the module.
+
+use super::{Handle, Key, Link, Slot};
+use core::ops::{Deref, DerefMut};
+use kernel::alloc::Flags;
+use kernel::prelude::*;
+
+/// Allocation flags of index nodes: the store runs in reclaim and swap-out
+/// paths, so it must neither sleep nor recurse into reclaim, and a failure
+/// is expected and harmless.
+pub(crate) fn node_flags() -> Flags {
+    GFP_NOWAIT | __GFP_NOWARN
+}
+
+/// Lock classes of an instance; the kernel gives each its own lockdep class
+/// (the page lock nests inside a bucket lock).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LockClass {
+    /// A bucket lock.
+    Bucket,
+    /// The page lock.
+    Pages,
+}
+
+/// A lock protecting a `T`: a spinlock in the kernel.
+pub(crate) trait Lock<T>: Sized {
+    /// Creates a lock of class `class` holding `value`.
+    fn new(value: T, class: LockClass) -> Result<Self>;
+
+    /// Runs `f` with the lock held.  `f` must not sleep.
+    fn with<R>(&self, f: impl FnOnce(&mut T) -> R) -> R;
+}
+
+/// The environment's synchronisation services.
+pub(crate) trait Platform {
+    /// The lock type.
+    type Lock<T: Send>: Lock<T> + Send + Sync;
+
+    /// Lets other threads run while [`Dmem::discard_range`] waits for copies in
+    /// flight; called with no lock held, `round` counting the calls of one
+    /// wait from 0.  May sleep, and must once `round` grows: the copier may
+    /// be a task of lower priority preempted on the waiter's CPU, which
+    /// only a waiter that leaves the run queue lets finish.
+    ///
+    /// [`Dmem::discard_range`]: super::Dmem::discard_range
+    fn relax(round: u32);
+}
+
+/// The ordered map of one hash bucket.
+///
+/// In the kernel this is `kernel::rbtree::RBTree<K, Handle>`, its node an
+/// `RBTreeNodeReservation` (`reserve`: `RBTreeNodeReservation::new`;
+/// `insert`: `into_node` then `RBTree::insert`; `pop_range`:
+/// `cursor_lower_bound` then `Cursor::remove_current`).  The module cannot
+/// name `kernel::rbtree` itself, as the host shim of the kernel crate does
+/// not mirror it.  Every method runs under the bucket lock: none may sleep
+/// or allocate.
+pub(crate) trait BucketMap<K>: Send + Sized {
+    /// Memory for one entry, allocated in advance.
+    type Node: Send;
+
+    /// Creates an empty map.
+    fn new() -> Self;
+
+    /// Allocates a node, with `flags`.
+    fn reserve(flags: Flags) -> Result<Self::Node>;
+
+    /// Maps `key` to `handle` in `node`, and returns the handle `key` was
+    /// mapped to before, if any.
+    fn insert(&mut self, node: Self::Node, key: K, handle: Handle) -> Option<Handle>;
+
+    /// Returns the handle `key` maps to.
+    fn get(&self, key: &K) -> Option<Handle>;
+
+    /// Removes `key` and returns its handle.
+    fn remove(&mut self, key: &K) -> Option<Handle>;
+
+    /// Removes and returns the smallest entry whose key is in `lo..=hi`.
+    fn pop_range(&mut self, lo: &K, hi: &K) -> Option<(K, Handle)>;
+
+    /// Removes and returns the smallest entry.
+    fn pop_first(&mut self) -> Option<(K, Handle)>;
+
+    /// Calls `f` on every entry, in key order.
+    fn for_each(&self, f: impl FnMut(&K, Handle));
+
+    /// Removes `key` if it maps to `handle`; returns whether it did.
+    fn remove_if(&mut self, key: &K, handle: Handle) -> bool {
+        if self.get(key) == Some(handle) {
+            self.remove(key);
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Where the store's pages come from: a GCMA area in the kernel.
+///
+/// Both methods are called with the page lock held, and must not sleep.
+pub(crate) trait PageSupply {
+    /// Lends a free page to the store and returns its index, below the
+    /// number of slots of the instance; `None` if there is none.
+    fn lend(&self) -> Option<usize>;
+
+    /// Takes back a page lent by [`PageSupply::lend`].  Never called for a
+    /// page passed to [`Dmem::discard_range`].
+    ///
+    /// [`Dmem::discard_range`]: super::Dmem::discard_range
+    fn give_back(&self, page: usize);
+}
+
+/// Copies page contents; the store never touches page memory itself.
+///
+/// Called with no store lock held; the copy may be preempted.
+pub(crate) trait PageAccess {
+    /// What a store copies from (a page of the page cache, or a swap page).
+    type Src: ?Sized;
+    /// What a load copies to.
+    type Dst: ?Sized;
+
+    /// Copies `src` into area page `page`.  Returns `false`, having copied
+    /// nothing, if `page` is bad memory (hardware-poisoned): the store
+    /// then refuses and gives the page back, and the supply keeps it out of
+    /// use.
+    fn copy_in(&self, page: usize, src: &Self::Src) -> bool;
+
+    /// Copies area page `page` into `dst`.  Returns `false` if `page` is
+    /// bad memory: `dst` then holds no data of the entry, which the load
+    /// drops, reporting a miss.
+    fn copy_out(&self, page: usize, dst: &mut Self::Dst) -> bool;
+}
+
+/// Type parameters of a [`Dmem`] instance.
+///
+/// [`Dmem`]: super::Dmem
+pub(crate) trait Config: Sized {
+    /// Locks and waiting.
+    type Platform: Platform;
+    /// Keys.
+    type Key: Key;
+    /// Map of one bucket.
+    type Map: BucketMap<Self::Key>;
+    /// Storage of the bucket array (`KVec` in the kernel).
+    type Buckets: Deref<Target = [BucketLock<Self>]> + Send + Sync;
+    /// Storage of the page table's slots (`KVVec` in the kernel).
+    type Slots: DerefMut<Target = [Slot<Self::Key>]> + Send;
+    /// Storage of the page table's links (`KVVec` in the kernel).
+    type Links: DerefMut<Target = [Link]> + Send;
+    /// Page supply.
+    type Supply: PageSupply;
+    /// Page copier.
+    type Access: PageAccess;
+}
+
+/// A bucket: its map under its lock.
+pub(crate) type BucketLock<C> = <<C as Config>::Platform as Platform>::Lock<<C as Config>::Map>;
