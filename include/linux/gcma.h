@@ -103,16 +103,6 @@ struct gcma_stats {
 	u64 hwpoisoned_pages;
 };
 
-/*
- * Called, outside any GCMA lock, with the @count pages from @pfn that a
- * contiguous allocation takes over, some of them lent to secondary
- * clients; the clients must drop the data of the pages they hold, pass
- * them to gcma_take_discarded() with @handoff and never return them, and
- * return how many that handed off.  May sleep.
- */
-typedef unsigned long (*gcma_discard_fn)(struct gcma_area *area, unsigned long pfn,
-					 unsigned long count, bool handoff);
-
 #ifdef CONFIG_GCMA
 void __init gcma_reserve(void);
 unsigned int gcma_nr_reserved_areas(void);
@@ -131,7 +121,6 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 void gcma_flush_releases(struct gcma_area *area);
 void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
 void gcma_drain_freed(struct gcma_area *area);
-int gcma_register_discard(gcma_discard_fn fn);
 struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
 
 DECLARE_STATIC_KEY_FALSE(gcma_in_service);
@@ -180,8 +169,6 @@ static inline bool gcma_pfn_in_area(unsigned long pfn)
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_attach(struct gcma_area *area, const void *rs);
-unsigned long gcma_call_discard(struct gcma_area *area, unsigned long pfn,
-				unsigned long count, bool handoff);
 void gcma_lend_page(unsigned long pfn);
 bool gcma_unlend_page(unsigned long pfn);
 unsigned long gcma_take_discarded(unsigned long pfn, u64 mask, bool handoff);
@@ -295,7 +282,11 @@ void __init gcma_thp_init(void);
 static inline void gcma_thp_init(void) { }
 #endif
 
-/* Implemented in Rust (mm/gcma_rs/gcma.rs). */
+/*
+ * Implemented in Rust (mm/gcma_rs/gcma.rs).  gcma_rs_init() takes the
+ * areas over; gcma_init() calls it once, before anything else reaches the
+ * crate.
+ */
 int gcma_rs_init(void);
 int gcma_rs_alloc(const void *rs, unsigned long count, unsigned int align,
 		  bool handoff, unsigned long *start, unsigned long *handed);

@@ -57,7 +57,6 @@
 
 #include "../internal.h"
 
-static gcma_discard_fn gcma_discard;
 static void gcma_release_deferred(struct work_struct *work);
 
 /* On once an area is in service: the page free paths then check pfns. */
@@ -244,27 +243,6 @@ void gcma_drain_freed(struct gcma_area *area)
 EXPORT_SYMBOL_GPL(gcma_drain_freed);
 
 /**
- * gcma_register_discard() - register the secondary clients' discard hook
- * @fn: called with each range a contiguous allocation takes over that
- *	holds lent pages
- *
- * Return: 0, or -EBUSY if a hook is registered already.
- */
-int gcma_register_discard(gcma_discard_fn fn)
-{
-	return cmpxchg(&gcma_discard, NULL, fn) ? -EBUSY : 0;
-}
-EXPORT_SYMBOL_GPL(gcma_register_discard);
-
-unsigned long gcma_call_discard(struct gcma_area *area, unsigned long pfn,
-				unsigned long count, bool handoff)
-{
-	gcma_discard_fn fn = READ_ONCE(gcma_discard);
-
-	return fn ? fn(area, pfn, count, handoff) : 0;
-}
-
-/**
  * gcma_lend_page() - make a free page of an area usable by a secondary client
  * @pfn: the page, just lent in the area's map
  *
@@ -345,13 +323,14 @@ static bool gcma_lent_page_clean(const struct page *page)
  * @pfn: the page of bit 0 of @mask
  * @mask: the pages, a bit each; a secondary client held them and no copy
  *	into or out of them is in flight any more
- * @handoff: as the discard hook was called
+ * @handoff: as the allocation asked
  *
- * Called by the discard hook.  A lent page had the page allocator's
- * allocation steps when it was lent (gcma_lend_page()) and has no
- * reference.  With @handoff the allocation takes it as it is: it gets its
- * reference here, by which gcma_prep_pages() knows it (a free page of an
- * area never has one: speculative references fail on a zero count).
+ * Called by DMEM's discard of the lent pages of a claimed range.  A lent
+ * page had the page allocator's allocation steps when it was lent
+ * (gcma_lend_page()) and has no reference.  With @handoff the allocation
+ * takes it as it is: it gets its reference here, by which
+ * gcma_prep_pages() knows it (a free page of an area never has one:
+ * speculative references fail on a zero count).
  * page_owner and allocation tags keep the lending as its allocation.
  * Without @handoff, or if the page is not in the state of a lent page, it
  * gets the free steps (gcma_unlend_page()), whose checks report a page in

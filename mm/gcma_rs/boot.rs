@@ -2,39 +2,57 @@
 
 //! The areas that `reserve.c` reserved at boot.
 //!
-//! This module is the crate's only window onto C state; it copies what it
-//! needs out of the C table (and hands its descriptor pointers to the calls
-//! into `area.c`), so the rest of the crate deals in plain values.
+//! This module is the crate's only window onto the C table of areas: a
+//! [`GcmaArea`] reads the fields fixed at boot, and hands its descriptor
+//! pointer to the calls into `area.c`.
 
 use kernel::{
     bindings,
     mm::{numa, numa::NodeId, PAGE_SHIFT},
     str::CStr,
+    types::Opaque,
 };
 
-/// One reserved area, as `reserve.c` recorded it.
-pub(crate) struct ReservedArea {
-    area: *mut bindings::gcma_area,
-}
+/// One reserved area: the C descriptor `reserve.c` filled at boot.
+///
+/// Handed out only as `&'static GcmaArea`.
+///
+/// # Invariants
+///
+/// Wraps an entry of `reserve.c`'s static table of areas, which lives as
+/// long as the kernel.  Its `name`, `base`, `size`, `cma` and `thp` are
+/// written during early boot only, before any Rust code runs, and never
+/// change afterwards; `name` is NUL-terminated inside its array.  The rest
+/// of the descriptor belongs to `area.c` and is reached only through the
+/// calls that take [`GcmaArea::as_ptr`].
+#[repr(transparent)]
+pub(crate) struct GcmaArea(Opaque<bindings::gcma_area>);
 
-impl ReservedArea {
+// SAFETY: the fields read from Rust never change after early boot (type
+// invariant); everything else in the descriptor is protected by `area.c`'s
+// own locks, whichever thread calls it.
+unsafe impl Sync for GcmaArea {}
+// SAFETY: as above; a `GcmaArea` is never moved (it is only borrowed).
+unsafe impl Send for GcmaArea {}
+
+impl GcmaArea {
     /// Returns the area's name, `gcma<N>`.
     pub(crate) fn name(&self) -> &'static CStr {
-        // SAFETY: `reserve.c` fills `name` with `snprintf`, which always
-        // NUL-terminates inside the array; the table lives forever.
-        unsafe { CStr::from_char_ptr((*self.area).name.as_ptr()) }
+        // SAFETY: `name` is NUL-terminated inside its array and never
+        // changes, and the table lives forever (type invariant).
+        unsafe { CStr::from_char_ptr((*self.0.get()).name.as_ptr()) }
     }
 
     /// Returns the physical address of the area.
     fn base(&self) -> u64 {
-        // SAFETY: written during early boot only, before any Rust code.
-        unsafe { (*self.area).base }
+        // SAFETY: written during early boot only (type invariant).
+        unsafe { (*self.0.get()).base }
     }
 
     /// Returns the size of the area in bytes.
     fn size(&self) -> u64 {
         // SAFETY: as for `base`.
-        unsafe { (*self.area).size }
+        unsafe { (*self.0.get()).size }
     }
 
     /// Returns the page frame number of the area's first page.
@@ -49,13 +67,19 @@ impl ReservedArea {
 
     /// Returns the C descriptor, for the calls into `area.c`.
     pub(crate) fn as_ptr(&self) -> *mut bindings::gcma_area {
-        self.area
+        self.0.get()
     }
 
     /// Whether the area is also registered as a CMA area.
     pub(crate) fn has_cma(&self) -> bool {
-        // SAFETY: `cma` is written during early boot only.
-        !unsafe { (*self.area).cma }.is_null()
+        // SAFETY: `cma` is written during early boot only (type invariant).
+        !unsafe { (*self.0.get()).cma }.is_null()
+    }
+
+    /// Whether the area serves transparent huge pages only (`:thp`).
+    pub(crate) fn is_thp(&self) -> bool {
+        // SAFETY: `thp` is written during early boot only (type invariant).
+        unsafe { (*self.0.get()).thp }
     }
 
     /// Returns the NUMA node of the area's first page.
@@ -65,14 +89,17 @@ impl ReservedArea {
 }
 
 /// Returns the areas reserved at boot, in command-line order.
-pub(crate) fn reserved_areas() -> impl Iterator<Item = ReservedArea> {
+pub(crate) fn reserved_areas() -> impl Iterator<Item = &'static GcmaArea> {
     // SAFETY: FFI call without preconditions.
     let n = unsafe { bindings::gcma_nr_reserved_areas() };
     (0..n).filter_map(|i| {
         // SAFETY: FFI call; any index is allowed (NULL beyond the end).
         let ptr = unsafe { bindings::gcma_reserved_area(i) };
-        // A non-NULL result points into a static table whose fields read
-        // here are written only during early boot, before any Rust code.
-        (!ptr.is_null()).then_some(ReservedArea { area: ptr })
+        // SAFETY: a non-NULL result points into `reserve.c`'s static table
+        // of areas, whose fields read from Rust are written only during
+        // early boot, before any Rust code: the type invariant holds for
+        // the rest of the kernel's life.  `GcmaArea` is a transparent
+        // wrapper of the C struct.
+        (!ptr.is_null()).then(|| unsafe { &*ptr.cast::<GcmaArea>() })
     })
 }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The two DMEM instances of the kernel (clean file pages and swap pages),
-//! their on/off switches, the discard hook and the functions the C glue
+//! their on/off switches, the discard of lent pages and the functions the C glue
 //! (`dmem_sysfs.c`) calls.
 //!
 //! Both instances are created at `gcma_rs_init()` time when at least one
@@ -12,7 +12,7 @@
 use crate::{
     dmem::{Config, Dmem, FileKey, Refusal, StoreOutcome, SwapKey, SWAP_CLUSTER_SHIFT},
     dmem_kernel::{AreaPages, AreaSpan, AreaSupply, Areas, KConfig},
-    Area,
+    Area, GcmaArea,
 };
 use core::{
     ptr::null_mut,
@@ -247,8 +247,7 @@ fn boot_enabled(client: c_uint) -> bool {
     unsafe { bindings::gcma_dmem_boot_enabled(client) }
 }
 
-/// Creates the instances over `areas`, registers the discard hook and the
-/// sysfs files.  Called once, by `gcma_rs_init()`.
+/// Creates the instances over `areas` and their sysfs files.  Called once, by `gcma_rs_init()`.
 pub(crate) fn init(areas: &[&'static Area]) -> Result {
     if areas.is_empty() || !DMEMS.load(Ordering::Acquire).is_null() {
         return Err(EINVAL);
@@ -284,10 +283,8 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
         },
         GFP_KERNEL,
     )?;
+    // From here on, allocations call `discard` for lent pages.
     DMEMS.store(KBox::into_raw(dmems), Ordering::Release);
-    // SAFETY: `discard_hook` has the signature of `gcma_discard_fn` and may
-    // be called at any time from now on.
-    to_result(unsafe { bindings::gcma_register_discard(Some(discard_hook)) })?;
     for client in [
         bindings::gcma_dmem_client_GCMA_DMEM_FILE,
         bindings::gcma_dmem_client_GCMA_DMEM_SWAP,
@@ -315,25 +312,19 @@ pub(crate) fn switch(client: c_uint, on: bool) -> Result {
     to_result(unsafe { bindings::gcma_dmem_switch(client, on) })
 }
 
-/// The discard hook: a contiguous allocation takes the `count` pages from
-/// `pfn` of `area`, some of them lent.  Each instance drops the data of
+/// Discards the lent pages of a range a contiguous allocation takes: the
+/// `count` pages from `pfn` of `area`, some of them lent.  Each instance drops the data of
 /// the pages it holds, chunk by chunk ([`Dmem::discard_range`]), and waits
 /// for their copies to finish; then `gcma_take_discarded()` hands each
 /// chunk's pages to the allocation as they are (`handoff`) or runs the
 /// page allocator's free steps on them.  Returns how many pages were handed
 /// off.  May sleep.
 ///
-/// # Safety
-///
-/// None beyond the FFI contract: any `area`, `pfn` and `count` are
-/// handled, as the pointer is only compared with those of the areas in
-/// service and the range is checked against the area.
-unsafe extern "C" fn discard_hook(
-    area: *mut bindings::gcma_area,
-    pfn: c_ulong,
-    count: c_ulong,
-    handoff: bool,
-) -> c_ulong {
+/// Called by the allocator ([`crate::Area`]) without any GCMA lock held;
+/// any `pfn` and `count` are handled (a range outside the areas DMEM
+/// borrows from discards nothing).  Before DMEM starts nothing is lent,
+/// and this returns 0.
+pub(crate) fn discard(area: &GcmaArea, pfn: usize, count: usize, handoff: bool) -> usize {
     use crate::profile::{end, start, Phase};
 
     let Some(d) = dmems() else { return 0 };

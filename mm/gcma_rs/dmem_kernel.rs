@@ -11,7 +11,7 @@
 use crate::{
     dmem::{BucketLock, BucketMap, Config, Handle, Key, Lock, LockClass, PageAccess, PageSupply},
     dmem::{Link, Platform, Slot},
-    Area,
+    Area, GcmaArea,
 };
 use core::{marker::PhantomData, pin::Pin};
 use kernel::{
@@ -62,8 +62,9 @@ impl Platform for KernelPlatform {
         // would poll for ever (with RT throttling off).  Sleeping takes
         // the waiter off the run queue, so the copier finishes.
         // SAFETY: `Platform::relax()` is called with no lock held by the
-        // wait of `Dmem::discard_range()`, which runs for the discard hook
-        // (`gcma_discard_fn`, documented "May sleep") in process context.
+        // wait of `Dmem::discard_range()`, which runs for
+        // `dmem_client::discard()` (documented "May sleep") in process
+        // context.
         let ctx = unsafe { delay::MaySleep::new() };
         if round < SPIN_ROUNDS {
             delay::cond_resched(&ctx);
@@ -156,10 +157,9 @@ impl Areas {
         self.span_of(page).map(|(s, p)| s.area.base_pfn + p)
     }
 
-    /// The DMEM index of page frame `pfn` of the area whose C descriptor is
-    /// `c`.
-    pub(crate) fn index_of(&self, c: *const bindings::gcma_area, pfn: usize) -> Option<usize> {
-        let s = self.0.iter().find(|s| core::ptr::eq(s.area.c, c))?;
+    /// The DMEM index of page frame `pfn` of `area`.
+    pub(crate) fn index_of(&self, area: &GcmaArea, pfn: usize) -> Option<usize> {
+        let s = self.0.iter().find(|s| core::ptr::eq(s.area.c, area))?;
         let p = pfn.checked_sub(s.area.base_pfn)?;
         (p < s.nr_pages).then_some(s.offset + p)
     }

@@ -33,18 +33,8 @@ fn instances() -> Result<&'static Dmems> {
 
 /// The first area, its base pfn and its size in pages.
 fn first_area() -> Result<(*mut bindings::gcma_area, usize, usize)> {
-    // SAFETY: FFI call; any index is allowed.
-    let area = unsafe { bindings::gcma_reserved_area(0) };
-    if area.is_null() {
-        return Err(ENODEV);
-    }
-    // SAFETY: the descriptor is static and written only at boot.
-    let (base, size) = unsafe { ((*area).base as usize, (*area).size as usize) };
-    Ok((
-        area,
-        base >> kernel::mm::PAGE_SHIFT,
-        size >> kernel::mm::PAGE_SHIFT,
-    ))
+    let area = crate::boot::reserved_areas().next().ok_or(ENODEV)?;
+    Ok((area.as_ptr(), area.base_pfn(), area.nr_pages()))
 }
 
 /// Word `i` of the page contents of version `gen` of key `k`; words 0 and 1

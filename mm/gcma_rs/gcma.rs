@@ -62,20 +62,18 @@ mod tests;
 #[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP))]
 mod thp_tests;
 
-// The benchmark sample cannot import this built-in crate, so the crate
-// includes it (samples/rust/rust_gcma_bench.rs).
-#[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
-#[path = "../../samples/rust/rust_gcma_bench.rs"]
+// The benchmark of GCMA against CMA (its C side is `bench.c`).
+#[cfg(CONFIG_GCMA_BENCH)]
 mod bench;
 
 /// Phase timing of the allocation path, for the benchmark's profile pass.
 ///
-/// The benchmark (`samples/rust/rust_gcma_bench.rs`) switches it on for
+/// The benchmark (`bench.rs`) switches it on for
 /// its profile pass only; otherwise every probe is one relaxed load, and
 /// without the benchmark none is compiled at all.  Time is summed per
 /// phase over all allocations and discards while on.
 pub(crate) mod profile {
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
     /// The phases timed.
@@ -83,8 +81,8 @@ pub(crate) mod profile {
     pub(crate) enum Phase {
         /// Map search and claim, under the map lock (all lock rounds).
         Search,
-        /// The call of the discard hook for the claimed range, as the
-        /// allocator sees it.
+        /// The discard of the claimed range's lent pages
+        /// (`dmem_client::discard()`), as the allocator sees it.
         Hook,
         /// The DMEM instances dropping the pages they hold (inside the
         /// hook; timed per chunk of pages).
@@ -98,22 +96,22 @@ pub(crate) mod profile {
     }
 
     /// Number of [`Phase`]s.
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     pub(crate) const PHASES: usize = 5;
 
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     static ON: AtomicBool = AtomicBool::new(false);
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     static NS: [AtomicU64; PHASES] = [const { AtomicU64::new(0) }; PHASES];
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     static CALLS: [AtomicU64; PHASES] = [const { AtomicU64::new(0) }; PHASES];
 
     /// A start time, if profiling is on.
     #[inline]
     pub(crate) fn start() -> Option<u64> {
-        #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+        #[cfg(CONFIG_GCMA_BENCH)]
         if ON.load(Ordering::Relaxed) {
-            return Some(crate::bench::now_ns());
+            return Some(now_ns());
         }
         None
     }
@@ -122,9 +120,9 @@ pub(crate) mod profile {
     /// `phase` and returns the current time, so phases can be chained.
     #[inline]
     pub(crate) fn end(phase: Phase, t0: Option<u64>) -> Option<u64> {
-        #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+        #[cfg(CONFIG_GCMA_BENCH)]
         if let Some(t0) = t0 {
-            let t = crate::bench::now_ns();
+            let t = now_ns();
             NS[phase as usize].fetch_add(t.saturating_sub(t0), Ordering::Relaxed);
             CALLS[phase as usize].fetch_add(1, Ordering::Relaxed);
             return Some(t);
@@ -133,14 +131,25 @@ pub(crate) mod profile {
         None
     }
 
+    /// The profile's clock, `local_clock()` in nanoseconds: cheap (under
+    /// QEMU `ktime_get()` reads the HPET), and monotonic on one CPU, which
+    /// is where the benchmark runs the profiled allocations (its kthread
+    /// is bound to one).
+    #[cfg(CONFIG_GCMA_BENCH)]
+    #[inline]
+    fn now_ns() -> u64 {
+        // SAFETY: FFI call without preconditions.
+        unsafe { kernel::bindings::rsmm_local_clock() }
+    }
+
     /// Switches profiling on or off.
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     pub(crate) fn set(on: bool) {
         ON.store(on, Ordering::Relaxed);
     }
 
     /// Clears the sums.
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     pub(crate) fn reset() {
         for c in NS.iter().chain(CALLS.iter()) {
             c.store(0, Ordering::Relaxed);
@@ -148,7 +157,7 @@ pub(crate) mod profile {
     }
 
     /// The sums: nanoseconds and probe count of each phase.
-    #[cfg(CONFIG_SAMPLE_RUST_GCMA_BENCH)]
+    #[cfg(CONFIG_GCMA_BENCH)]
     pub(crate) fn sums() -> [(u64, u64); PHASES] {
         core::array::from_fn(|i| {
             (
@@ -158,6 +167,8 @@ pub(crate) mod profile {
         })
     }
 }
+
+use boot::GcmaArea;
 
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"gcma\0";
@@ -182,8 +193,8 @@ const RESTARTS: usize = 2;
 /// keeps a pointer to it in `struct gcma_area::rs`.
 #[pin_data]
 struct Area {
-    /// The C descriptor of the area (static storage in `reserve.c`).
-    c: *mut bindings::gcma_area,
+    /// The C descriptor of the area.
+    c: &'static boot::GcmaArea,
     /// Page frame number of page 0 of the map.
     base_pfn: usize,
     /// The map; every call on it is made under this lock, and nothing
@@ -344,19 +355,17 @@ impl Area {
     /// allocation with `handoff`), then clears their bits; returns how many
     /// pages were handed off.
     ///
-    /// The whole range goes to the discard hook in one call: the clients
-    /// know which pages they hold, and handle them in chunks, so neither
-    /// the map's lock nor the hook is taken once per page.  Pages lent in
+    /// The whole range goes to DMEM in one call: its instances know which
+    /// pages they hold, and handle them in chunks, so neither the map's
+    /// lock nor DMEM is entered once per page.  Pages lent in
     /// the range when it was claimed stay lent until this clears them, and
     /// no page of the range can be lent anew meanwhile (it is
     /// primary-owned).
     fn discard(&self, start: usize, count: usize, handoff: bool) -> usize {
         let t = profile::start();
         let pfn = self.base_pfn + start;
-        // SAFETY: `c` is the static descriptor of this area and the range
-        // is in it; the hook is called without any GCMA lock held, as
-        // documented.
-        let handed = unsafe { bindings::gcma_call_discard(self.c, pfn, count, handoff) };
+        // No GCMA lock is held here, as `discard` wants.
+        let handed = dmem_client::discard(self.c, pfn, count, handoff);
         let t = profile::end(profile::Phase::Hook, t);
         // The range is primary-owned, so this cannot fail.
         let dropped = self.map.lock().finish_discard(start, count).unwrap_or(0);
@@ -383,10 +392,7 @@ impl Area {
     /// Pages of the area: in all, owned by primary clients, and lent to
     /// secondary clients (a snapshot).
     // Used only by the benchmark and the THP KUnit suite.
-    #[cfg(any(
-        CONFIG_SAMPLE_RUST_GCMA_BENCH,
-        all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP)
-    ))]
+    #[cfg(any(CONFIG_GCMA_BENCH, all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP)))]
     pub(crate) fn page_counts(&self) -> (usize, usize, usize) {
         let map = self.map.lock();
         (map.nr_pages(), map.primary_used(), map.secondary_lent())
@@ -394,22 +400,18 @@ impl Area {
 
     /// Whether the area was reserved for THP (`gcma=<size>:thp`).
     pub(crate) fn is_thp(&self) -> bool {
-        // SAFETY: `c` is the static descriptor of the area, whose `thp`
-        // `reserve.c` set at boot, before any Rust code ran.
-        unsafe { (*self.c).thp }
+        self.c.is_thp()
     }
 
     /// The area's name, `gcma<N>`.
     pub(crate) fn name(&self) -> &'static CStr {
-        // SAFETY: `c` is the static descriptor of the area, whose `name`
-        // `reserve.c` NUL-terminated at boot and never changes.
-        unsafe { CStr::from_char_ptr((*self.c).name.as_ptr()) }
+        self.c.name()
     }
 }
 
 /// Sets up the allocator state of one reserved area and puts it in
 /// service.
-fn init_area(area: &boot::ReservedArea) -> Result<&'static Area> {
+fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     let nr_pages = area.nr_pages();
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
@@ -426,7 +428,7 @@ fn init_area(area: &boot::ReservedArea) -> Result<&'static Area> {
     let free = map.free();
     let state = KBox::pin_init(
         pin_init!(Area {
-            c: area.as_ptr(),
+            c: area,
             base_pfn: area.base_pfn(),
             map <- new_spinlock!(map, "gcma_area"),
             alloc_success: AtomicUsize::new(0),
@@ -438,8 +440,9 @@ fn init_area(area: &boot::ReservedArea) -> Result<&'static Area> {
     )?;
     // SAFETY: the box is leaked right away and never moved out of.
     let state: &'static Area = KBox::leak(unsafe { Pin::into_inner_unchecked(state) });
-    // SAFETY: `area.as_ptr()` is the static descriptor of a reserved area
-    // and `state` lives forever; this is the one attach of this area.
+    // SAFETY: `area.as_ptr()` is the descriptor of a reserved area and
+    // `state` lives forever; this is the one attach of this area (the
+    // caller, `gcma_rs_init()`, runs once).
     unsafe { bindings::gcma_area_attach(area.as_ptr(), (state as *const Area).cast::<c_void>()) };
     pr_info!(
         "{}: {} pages from pfn {:#x}, node {}, {} free{}\n",
@@ -464,13 +467,19 @@ fn init_area(area: &boot::ReservedArea) -> Result<&'static Area> {
 ///
 /// An area whose state cannot be set up is reported and left reserved but
 /// unused; the call itself always succeeds so that boot goes on.
+///
+/// # Safety
+///
+/// Called once, from process context, before any other function of this
+/// crate: each area's state is created here and published to the C side,
+/// and a second call would publish a second state for the same pages.
 #[no_mangle]
-pub extern "C" fn gcma_rs_init() -> c_int {
+pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     // The areas in service, for DMEM; a failed push only costs DMEM the
     // area.
     let mut ready: KVec<&'static Area> = KVec::new();
     for area in boot::reserved_areas() {
-        match init_area(&area) {
+        match init_area(area) {
             Ok(a) => {
                 if ready.push(a, GFP_KERNEL).is_err() {
                     pr_warn!("{}: not used by DMEM: no memory\n", area.name());
@@ -504,7 +513,7 @@ unsafe fn area_of(rs: *const c_void) -> &'static Area {
 /// stores the index of the first one in `*start` and the number of
 /// discarded pages handed off to it in `*handed`, and returns 0, else
 /// `-EINVAL` (`count == 0`, bad alignment) or `-ENOMEM`.  `handoff` is
-/// passed to the discard hook.
+/// passed to the discard of lent pages.
 ///
 /// # Safety
 ///

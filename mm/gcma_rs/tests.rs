@@ -196,6 +196,7 @@ kernel::kunit_suite! {
 /// The areas in service, through the C entry points.
 mod registry {
     use super::Rng;
+    use crate::boot::GcmaArea;
     use core::sync::atomic::{AtomicUsize, Ordering};
     use kernel::{
         bindings, delay,
@@ -207,33 +208,29 @@ mod registry {
 
     /// The first area reserved at boot (the KUnit kernel boots with
     /// `gcma=16M`), or `ENODEV`.
-    fn first_area() -> Result<*mut bindings::gcma_area> {
-        // SAFETY: FFI call; any index is allowed.
-        let area = unsafe { bindings::gcma_reserved_area(0) };
-        if area.is_null() {
-            kunit_expect!(false, "no GCMA area: boot with gcma=16M");
-            return Err(ENODEV);
-        }
-        Ok(area)
+    fn first_area() -> Result<&'static GcmaArea> {
+        let area = crate::boot::reserved_areas().next();
+        kunit_expect!(area.is_some(), "no GCMA area: boot with gcma=16M");
+        area.ok_or(ENODEV)
     }
 
-    fn stats(area: *mut bindings::gcma_area) -> bindings::gcma_stats {
+    fn stats(area: &GcmaArea) -> bindings::gcma_stats {
         let mut st = bindings::gcma_stats::default();
-        // SAFETY: `area` comes from `gcma_reserved_area`; `st` is writable.
-        unsafe { bindings::gcma_stats(area, &mut st) };
+        // SAFETY: `area` is a reserved area; `st` is writable.
+        unsafe { bindings::gcma_stats(area.as_ptr(), &mut st) };
         st
     }
 
-    fn alloc(area: *mut bindings::gcma_area, count: usize, align: u32) -> *mut bindings::page {
-        // SAFETY: `area` comes from `gcma_reserved_area`; no_warn is set as
-        // some calls are meant to fail.
-        unsafe { bindings::gcma_alloc(area, count as _, align, true) }
+    fn alloc(area: &GcmaArea, count: usize, align: u32) -> *mut bindings::page {
+        // SAFETY: `area` is a reserved area; no_warn is set as some calls
+        // are meant to fail.
+        unsafe { bindings::gcma_alloc(area.as_ptr(), count as _, align, true) }
     }
 
-    fn release(area: *mut bindings::gcma_area, page: *mut bindings::page, count: usize) -> bool {
-        // SAFETY: `area` comes from `gcma_reserved_area`; `gcma_release`
-        // checks that the range is allocated and refuses it otherwise.
-        unsafe { bindings::gcma_release(area, page, count as _) }
+    fn release(area: &GcmaArea, page: *mut bindings::page, count: usize) -> bool {
+        // SAFETY: `area` is a reserved area; `gcma_release` checks that the
+        // range is allocated and refuses it otherwise.
+        unsafe { bindings::gcma_release(area.as_ptr(), page, count as _) }
     }
 
     /// Page frame number of a page of the memory map.
@@ -248,10 +245,7 @@ mod registry {
         let area = first_area()?;
         let before = stats(area);
         kunit_expect_eq!(before.total_pages, 16 << (20 - kernel::mm::PAGE_SHIFT));
-        // SAFETY: the descriptor is static and written only at boot.
-        let (base, size) = unsafe { ((*area).base as usize, (*area).size as usize) };
-        let base_pfn = base >> kernel::mm::PAGE_SHIFT;
-        let nr_pages = size >> kernel::mm::PAGE_SHIFT;
+        let (base_pfn, nr_pages) = (area.base_pfn(), area.nr_pages());
 
         let a = alloc(area, 100, 0);
         let b = alloc(area, 64, 6);
@@ -320,7 +314,7 @@ mod registry {
     /// State shared by the workers of [`registry_concurrent`].
     #[pin_data]
     struct Shared {
-        area: usize,
+        area: &'static GcmaArea,
         failures: AtomicUsize,
         #[pin]
         done: Mutex<usize>,
@@ -368,7 +362,7 @@ mod registry {
     /// refused (the area has room for all workers at once) or for a range
     /// found overwritten (two workers given the same pages).
     fn worker(s: Arc<Shared>, seed: u64) {
-        let area = s.area as *mut bindings::gcma_area;
+        let area = s.area;
         let mut rng = Rng::new(seed);
         let mut failures = 0;
         for round in 0..ROUNDS {
@@ -401,7 +395,7 @@ mod registry {
         let before = stats(area);
         let s = Arc::pin_init(
             pin_init!(Shared {
-                area: area as usize,
+                area,
                 failures: AtomicUsize::new(0),
                 done <- new_mutex!(0),
                 done_cv <- new_condvar!(),

@@ -25,7 +25,7 @@ use kernel::{
     ffi::{c_int, c_uint, c_ulong},
     mm::{
         numa::{self, NodeMask},
-        vma::VmaRef,
+        virt::VmaRef,
         PMD_ORDER,
     },
     prelude::*,
@@ -222,8 +222,9 @@ pub(crate) fn alloc(
     for area in Iterator::chain(local, remote) {
         // SAFETY: `area.c` is the static descriptor of an area in service;
         // any count, alignment and flags are accepted.
-        let page =
-            unsafe { bindings::gcma_alloc_gfp_noprof(area.c, 1 << PMD_ORDER, PMD_ORDER, gfp) };
+        let page = unsafe {
+            bindings::gcma_alloc_gfp_noprof(area.c.as_ptr(), 1 << PMD_ORDER, PMD_ORDER, gfp)
+        };
         if !page.is_null() {
             ok.fetch_add(1, Ordering::Relaxed);
             return page;

@@ -5,7 +5,7 @@
 //! see tools/kunit/run.sh).
 
 use crate::thp::{self, decide, FaultVma, Mode, Plan, Request};
-use kernel::{bindings, kunit_expect, mm::vma::Mm, prelude::*};
+use kernel::{bindings, kunit_expect, mm::MmWithUser, prelude::*};
 
 const ELIGIBLE: FaultVma = FaultVma {
     anonymous: true,
@@ -62,7 +62,7 @@ fn thp_fault_vma_facts() -> Result {
     const PMD: usize = 2 << 20;
 
     // Two whole PMD blocks, MADV_HUGEPAGE.
-    let mm = Mm::new_for_test(BASE..BASE + 2 * PMD, true)?;
+    let mm = MmWithUser::new_for_test(BASE..BASE + 2 * PMD, true)?;
     {
         let guard = mm.mmap_read_lock();
         let vma = guard.vma_lookup(BASE + 5).ok_or(ENOENT)?;
@@ -77,7 +77,7 @@ fn thp_fault_vma_facts() -> Result {
     drop(mm);
 
     // One and a half blocks: the second does not fit, whatever the mode.
-    let mm = Mm::new_for_test(BASE..BASE + PMD + PMD / 2, true)?;
+    let mm = MmWithUser::new_for_test(BASE..BASE + PMD + PMD / 2, true)?;
     let guard = mm.mmap_read_lock();
     let vma = guard.vma_lookup(BASE + PMD).ok_or(ENOENT)?;
     kunit_expect!(FaultVma::of(vma, BASE).pmd_fits, "first block fits");
@@ -102,7 +102,7 @@ fn thp_used_pages() -> u64 {
         .map(|a| {
             let mut st = bindings::gcma_stats::default();
             // SAFETY: `a.c` is an area in service; `st` is valid for writes.
-            unsafe { bindings::gcma_stats(a.c, &mut st) };
+            unsafe { bindings::gcma_stats(a.c.as_ptr(), &mut st) };
             st.primary_used_pages
         })
         .sum()

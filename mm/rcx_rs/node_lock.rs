@@ -15,15 +15,8 @@ use kernel::{
     prelude::*,
 };
 
-/// Size of the cache lines RCX pads to.  x86-64 and arm64 use 64 bytes;
-/// a larger line only costs false sharing, never correctness.
-pub const CACHE_LINE: usize = 64;
+pub use kernel::processor::{CacheAligned, CACHE_LINE};
 
-/// A value alone on its own cache line.
-#[repr(C, align(64))]
-pub struct CacheAligned<T>(pub T);
-
-kernel::static_assert!(core::mem::align_of::<CacheAligned<u8>>() == CACHE_LINE);
 kernel::static_assert!(core::mem::size_of::<CacheAligned<AtomicUsize>>() == CACHE_LINE);
 
 /// The value of a lock word nobody holds.

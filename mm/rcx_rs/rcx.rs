@@ -64,37 +64,24 @@ pub mod node_lock;
 #[cfg(CONFIG_RCX_KUNIT_TEST)]
 mod tests;
 
-#[cfg(CONFIG_SAMPLE_RUST_RCX_BENCH)]
-#[path = "../../samples/rust/rust_rcx_bench.rs"]
+// The micro-benchmark of the thesis (its C side is `bench.c`).
+#[cfg(CONFIG_RCX_BENCH)]
 mod bench;
 
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"rcx\0";
 
-/// The C glue in `lock.c` and `htm.c` (declared in `rcx_glue.h`).
+/// The C glue in `lock.c` and `htm.c`, declared in `rcx_glue.h` (which
+/// `rust/bindings/bindings_helper.h` includes).
 mod ffi {
-    use core::ffi::c_uint;
-    use kernel::bindings;
-
-    extern "C" {
-        pub(crate) fn rcx_lock_init(lock: *mut bindings::spinlock_t);
-        pub(crate) fn rcx_lock(lock: *mut bindings::spinlock_t, subclass: c_uint);
-        pub(crate) fn rcx_trylock_all(locks: *const *mut bindings::spinlock_t, n: c_uint) -> bool;
-        pub(crate) fn rcx_unlock_all(locks: *const *mut bindings::spinlock_t, n: c_uint);
-        pub(crate) fn rcx_unlock(lock: *mut bindings::spinlock_t);
-        pub(crate) fn rcx_preempt_disable();
-        pub(crate) fn rcx_preempt_enable();
-        pub(crate) fn rcx_htm_available() -> bool;
-        pub(crate) fn rcx_htm_lock_words(
-            words: *const *mut usize,
-            n: c_uint,
-            token: usize,
-        ) -> c_uint;
-    }
+    pub(crate) use kernel::bindings::{
+        rcx_htm_available, rcx_htm_lock_words, rcx_lock, rcx_lock_init, rcx_preempt_disable,
+        rcx_preempt_enable, rcx_trylock_all, rcx_unlock, rcx_unlock_all,
+    };
 }
 
 /// Status `rcx_htm_lock_words` returns when its transaction committed.
-const HTM_COMMITTED: u32 = !0;
+const HTM_COMMITTED: u32 = kernel::bindings::RCX_HTM_COMMITTED;
 /// RTM abort status bits (Intel SDM, "RTM abort status definition").
 const HTM_EXPLICIT: u32 = 1 << 0;
 const HTM_CONFLICT: u32 = 1 << 2;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * C glue of the RCX crate (mm/rcx_rs/rcx.rs declares these functions in
- * an extern "C" block): the items' global spinlocks with lockdep
- * subclasses, preemption control around an update, and the Intel RTM
- * transaction that wins a node's lock words on several items at once.
+ * C glue of the RCX crate (rust/bindings/bindings_helper.h includes this
+ * header, so the crate calls these as kernel::bindings::rcx_*): the
+ * items' global spinlocks with lockdep subclasses, preemption control
+ * around an update, and the Intel RTM transaction that wins a node's lock
+ * words on several items at once.
  */
 #ifndef _MM_RCX_RS_RCX_GLUE_H
 #define _MM_RCX_RS_RCX_GLUE_H
@@ -12,7 +13,7 @@
 #include <linux/types.h>
 
 /* Status rcx_htm_lock_words() returns when its transaction committed. */
-#define RCX_HTM_COMMITTED	(~0u)
+#define RCX_HTM_COMMITTED	0xffffffffU
 
 void rcx_lock_init(spinlock_t *lock);
 void rcx_lock(spinlock_t *lock, unsigned int subclass);

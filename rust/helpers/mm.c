@@ -10,6 +10,7 @@
 #include <linux/minmax.h>
 #include <linux/mmzone.h>
 #include <linux/nodemask.h>
+#include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/smp.h>
 #include <linux/topology.h>
@@ -111,7 +112,13 @@ int rust_helper_copy_mc_highpage(struct page *to, struct page *from)
 	return copy_mc_highpage(to, from);
 }
 
-/* Address spaces and VMAs (kernel::mm::vma). */
+/* The clock of GCMA's allocation-path profile (mm/gcma_rs/gcma.rs). */
+u64 rust_helper_rsmm_local_clock(void)
+{
+	return local_clock();
+}
+
+/* Address spaces and VMAs (kernel::mm::{Mm, MmWithUser, virt}). */
 
 /* The current task's mm with a user reference, or NULL (kernel thread). */
 struct mm_struct *rust_helper_rsmm_current_mm_get(void)
@@ -119,9 +126,24 @@ struct mm_struct *rust_helper_rsmm_current_mm_get(void)
 	return get_task_mm(current);
 }
 
+void rust_helper_rsmm_mmgrab(struct mm_struct *mm)
+{
+	mmgrab(mm);
+}
+
+void rust_helper_rsmm_mmdrop(struct mm_struct *mm)
+{
+	mmdrop(mm);
+}
+
 void rust_helper_rsmm_mmget(struct mm_struct *mm)
 {
 	mmget(mm);
+}
+
+bool rust_helper_rsmm_mmget_not_zero(struct mm_struct *mm)
+{
+	return mmget_not_zero(mm);
 }
 
 void rust_helper_rsmm_mmput(struct mm_struct *mm)
@@ -139,26 +161,31 @@ void rust_helper_rsmm_mmap_read_unlock(struct mm_struct *mm)
 	mmap_read_unlock(mm);
 }
 
+void rust_helper_rsmm_mmap_write_lock(struct mm_struct *mm)
+{
+	mmap_write_lock(mm);
+}
+
+void rust_helper_rsmm_mmap_write_unlock(struct mm_struct *mm)
+{
+	mmap_write_unlock(mm);
+}
+
+unsigned long rust_helper_rsmm_task_size_max(void)
+{
+	return TASK_SIZE_MAX;
+}
+
 struct vm_area_struct *rust_helper_rsmm_vma_lookup(struct mm_struct *mm,
 						   unsigned long addr)
 {
 	return vma_lookup(mm, addr);
 }
 
-/* The range and the flags sit in unions: read them here. */
-unsigned long rust_helper_rsmm_vma_start(const struct vm_area_struct *vma)
+void rust_helper_rsmm_vm_flags_init(struct vm_area_struct *vma,
+				    vm_flags_t flags)
 {
-	return vma->vm_start;
-}
-
-unsigned long rust_helper_rsmm_vma_end(const struct vm_area_struct *vma)
-{
-	return vma->vm_end;
-}
-
-unsigned long rust_helper_rsmm_vma_flags(const struct vm_area_struct *vma)
-{
-	return vma->vm_flags;
+	vm_flags_init(vma, flags);
 }
 
 bool rust_helper_rsmm_vma_is_anonymous(struct vm_area_struct *vma)
@@ -182,50 +209,6 @@ bool rust_helper_rsmm_vma_pmd_fits(struct vm_area_struct *vma,
 	return thp_vma_suitable_order(vma, addr, PMD_ORDER);
 }
 
-#ifdef CONFIG_KUNIT
-/*
- * Test fixture of Mm::new_for_test(): a new, never-run address space with
- * one anonymous VMA over [@start, @end), linked the way exec links its
- * first stack VMA.  Torn down by the last mmput().
- */
-int rust_helper_rsmm_test_mm_new(unsigned long start, unsigned long end,
-				 bool hugepage, struct mm_struct **out)
-{
-	vm_flags_t flags = VM_READ | VM_WRITE | VM_MAYREAD | VM_MAYWRITE;
-	struct vm_area_struct *vma;
-	struct mm_struct *mm;
-	int ret;
-
-	if (start >= end || !PAGE_ALIGNED(start) || !PAGE_ALIGNED(end) ||
-	    end > TASK_SIZE_MAX)
-		return -EINVAL;
-	if (hugepage)
-		flags |= VM_HUGEPAGE;
-	mm = mm_alloc();
-	if (!mm)
-		return -ENOMEM;
-	vma = vm_area_alloc(mm);
-	if (!vma) {
-		mmput(mm);
-		return -ENOMEM;
-	}
-	vma->vm_start = start;
-	vma->vm_end = end;
-	vm_flags_init(vma, flags);
-	vma->vm_page_prot = vm_get_page_prot(flags);
-	vma_set_anonymous(vma);
-	mmap_write_lock(mm);
-	ret = insert_vm_struct(mm, vma);
-	mmap_write_unlock(mm);
-	if (ret) {
-		vm_area_free(vma);
-		mmput(mm);
-		return ret;
-	}
-	*out = mm;
-	return 0;
-}
-#endif
 /*
  * Zones and pageblocks (rust/kernel/mm/zone.rs).  The counters read here
  * change under the zone lock or without any lock: every read is a racy

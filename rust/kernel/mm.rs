@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Memory management: page geometry, contiguous buddy allocations, NUMA
-//! node identifiers, and zones and pageblocks.
+//! node identifiers, address spaces and their VMAs, and zones and
+//! pageblocks.
 //!
 //! C headers: [`include/linux/mm.h`](srctree/include/linux/mm.h),
 //! [`include/linux/gfp.h`](srctree/include/linux/gfp.h),
@@ -9,10 +10,13 @@
 //! [`include/linux/mmzone.h`](srctree/include/linux/mmzone.h)
 
 pub mod buddy;
+mod mmap;
 pub mod numa;
 pub mod page_ref;
-pub mod vma;
+pub mod virt;
 pub mod zone;
+
+pub use mmap::{Mm, MmWithUser, MmapReadGuard};
 
 pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 

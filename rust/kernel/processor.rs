@@ -42,3 +42,31 @@ pub fn nr_cpu_ids() -> u32 {
     // SAFETY: FFI call without preconditions.
     unsafe { bindings::rust_nr_cpu_ids() }
 }
+
+/// Size of the cache lines [`CacheAligned`] pads to: 64 bytes, the line of
+/// x86-64 and of most arm64 cores (`L1_CACHE_BYTES`).
+pub const CACHE_LINE: usize = 64;
+
+crate::static_assert!(CACHE_LINE == bindings::L1_CACHE_BYTES as usize);
+
+/// A value on cache lines of its own.
+///
+/// The value starts a cache line, and the padding up to the next multiple
+/// of [`CACHE_LINE`] keeps whatever follows off its last line, so that
+/// stores to it do not take lines other CPUs read out of their caches
+/// (false sharing).
+///
+/// # Examples
+///
+/// ```
+/// use core::sync::atomic::AtomicUsize;
+/// use kernel::processor::{CacheAligned, CACHE_LINE};
+///
+/// let words = [CacheAligned(AtomicUsize::new(0)), CacheAligned(AtomicUsize::new(0))];
+/// assert_eq!(core::mem::size_of_val(&words[0]), CACHE_LINE);
+/// assert_eq!(&words[0] as *const _ as usize % CACHE_LINE, 0);
+/// ```
+#[repr(C, align(64))]
+pub struct CacheAligned<T>(pub T);
+
+crate::static_assert!(core::mem::align_of::<CacheAligned<u8>>() == CACHE_LINE);

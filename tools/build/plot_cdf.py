@@ -3,7 +3,7 @@
 """Draw the GCMA benchmark's allocation latency distributions as CDF curves.
 
 Reads the kernel log of the gcma_bench scenario (the 'gcma: bench: cdf'
-lines of samples/rust/rust_gcma_bench.rs: every allocation latency of one
+lines of mm/gcma_rs/bench.rs: every allocation latency of one
 allocator at one size, sorted, in microseconds) and writes one SVG with a
 panel per size: the cumulative share of allocations against latency on a
 log scale, CMA and GCMA, solid for the SCHED_FIFO pass and dashed for the

@@ -52,7 +52,7 @@ import subprocess
 import sys
 
 # The RCX benchmark's operations: each structure's lookup, insert and
-# remove, and the worker loop that calls them (samples/rust/rust_rcx_bench.rs).
+# remove, and the worker loop that calls them (mm/rcx_rs/bench.rs).
 PATHS = [
     (f"{struct} {op}", rf"7{struct}NtB.*7Subject6{op}$")
     for struct in ("RcxHash", "RcuHash", "RcxList", "RcuList")

@@ -117,7 +117,8 @@ pub use balance::BalanceParams;
 pub use check::{CheckError, CheckReport};
 pub use node::{NodeReserve, RetiredList};
 
-use node::{load_link, CacheLine, Link, Node, NodeRef, WriteKey};
+use kernel::processor::CacheAligned;
+use node::{load_link, Link, Node, NodeRef, WriteKey};
 
 /// Longest path (in nodes, root to leaf) an update can handle.
 ///
@@ -251,10 +252,10 @@ fn bump(c: &AtomicUsize, n: usize) {
 pub struct Tree<V: Copy> {
     /// Read by every lookup, so on a cache line that no update stores to
     /// unless it changes the root.
-    root: CacheLine<AtomicPtr<Node<V>>>,
+    root: CacheAligned<AtomicPtr<Node<V>>>,
     params: BalanceParams,
     /// Stored to by every update.
-    hot: CacheLine<Hot>,
+    hot: CacheAligned<Hot>,
     _owns: PhantomData<Node<V>>,
 }
 
@@ -336,9 +337,9 @@ impl<V: Copy> Tree<V> {
     /// Creates an empty tree with the given balance parameters.
     pub fn with_params(params: BalanceParams) -> Self {
         Self {
-            root: CacheLine(node::null_link()),
+            root: CacheAligned(node::null_link()),
             params,
-            hot: CacheLine(Hot::new(params)),
+            hot: CacheAligned(Hot::new(params)),
             _owns: PhantomData,
         }
     }

@@ -32,6 +32,7 @@ use core::ptr::{self, NonNull};
 
 use kernel::alloc::Flags;
 use kernel::prelude::*;
+use kernel::processor::CacheAligned;
 
 use crate::platform::{self, AtomicPtr, Ordering};
 
@@ -59,14 +60,6 @@ union Meta<V> {
     next: *mut Node<V>,
 }
 
-/// Aligns its contents to a cache line of their own.
-///
-/// 64 bytes: the line of x86-64 and of most arm64 cores.  The contents
-/// start a line, and the padding up to the next multiple of 64 bytes
-/// keeps whatever follows off their last line.
-#[repr(C, align(64))]
-pub(crate) struct CacheLine<T>(pub(crate) T);
-
 /// A tree node: one range `[start, end)` and its value, which lookups
 /// read, and the writer's `meta`, on a cache line of its own.
 ///
@@ -85,7 +78,7 @@ pub(crate) struct Node<V> {
     start: usize,
     end: usize,
     value: ManuallyDrop<V>,
-    meta: CacheLine<UnsafeCell<Meta<V>>>,
+    meta: CacheAligned<UnsafeCell<Meta<V>>>,
 }
 
 // The fields lookups read come first (`repr(C)`), so the line-aligned
@@ -358,7 +351,7 @@ impl<V> NodeReserve<V> {
             start,
             end,
             value: ManuallyDrop::new(value),
-            meta: CacheLine(UnsafeCell::new(Meta { size })),
+            meta: CacheAligned(UnsafeCell::new(Meta { size })),
         };
         // SAFETY: `slot` is an owned, unused slot: nobody else can see it.
         unsafe { slot.as_ptr().write(MaybeUninit::new(node)) };

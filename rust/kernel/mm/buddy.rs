@@ -96,7 +96,8 @@ impl ContigPages {
     pub fn node(&self) -> NodeId {
         // SAFETY: `self.page` is a valid page by the type invariant.
         let nid = unsafe { bindings::page_to_nid(self.page.as_ptr()) };
-        NodeId::new(nid as u32).expect("page_to_nid() returned an impossible node")
+        // The node of a page's memory is a possible node.
+        NodeId::from_kernel(nid as u32)
     }
 
     /// Returns the first `struct page`, for passing to C code that borrows

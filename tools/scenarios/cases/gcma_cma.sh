@@ -70,6 +70,6 @@ if [ -e /sys/kernel/debug/gcma_bench ]; then
 	check bench_released expect_eq "$(read_counter $G/primary_used_pages)" 0
 	check bench_cma_sysfs expect_eq "$(read_counter /sys/kernel/mm/cma/gcma0/alloc_pages_success)" $((612 + 8192 + 6 * 16320))
 else
-	log "no /sys/kernel/debug/gcma_bench (CONFIG_SAMPLE_RUST_GCMA_BENCH=n): in-kernel caller not run"
+	log "no /sys/kernel/debug/gcma_bench (CONFIG_GCMA_BENCH=n): in-kernel caller not run"
 fi
 check no_splat no_splat

@@ -16,6 +16,18 @@
 pub mod alloc;
 pub mod error;
 
+/// Mirror of `kernel::processor`: the cache-line padding only.
+pub mod processor {
+    /// Size of the cache lines [`CacheAligned`] pads to.
+    pub const CACHE_LINE: usize = 64;
+
+    /// A value on cache lines of its own.
+    #[repr(C, align(64))]
+    pub struct CacheAligned<T>(pub T);
+
+    const _: () = assert!(core::mem::align_of::<CacheAligned<u8>>() == CACHE_LINE);
+}
+
 /// Mirror of `kernel::prelude`, restricted to what shared modules use.
 pub mod prelude {
     // Not `Box`: it would shadow `std`'s `Box` in host code that globs

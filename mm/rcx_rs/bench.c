@@ -2,7 +2,7 @@
 /*
  * Kernel services for the RCX benchmark, and the initcall that runs it.
  *
- * The benchmark (rust_rcx_bench.rs) is Rust code compiled inside the RCX
+ * The benchmark (bench.rs) is Rust code compiled inside the RCX
  * crate; its baselines live there too.  This file gives it worker
  * kthreads bound to CPUs, sleeping and rescheduling, and starts it once
  * at boot.
@@ -18,7 +18,7 @@
 #include <linux/sched.h>
 #include <linux/sched/task.h>
 
-#include "rcx_bench.h"
+#include "bench.h"
 
 unsigned int rcx_bench_online_cpus(void)
 {

@@ -3,9 +3,9 @@
 //! Benchmark of the Bonsai tree, run once at boot.
 //!
 //! This file is a module of the Bonsai crate (`mm/bonsai_rs/bonsai.rs`
-//! includes it with `#[path]` when `CONFIG_SAMPLE_RUST_BONSAI_BENCH` is
+//! includes it with `#[path]` when `CONFIG_BONSAI_BENCH` is
 //! set), because a built-in crate cannot be imported by another one.  Its
-//! C side, `bonsai_bench_baselines.c`, calls [`bonsai_bench_run`] from a
+//! C side, `bench.c`, calls [`bonsai_bench_run`] from a
 //! late initcall and provides the baselines and kernel services declared
 //! in [`ffi`].  Two tables go to the kernel log, every line prefixed with
 //! `bonsai: bench: `:
@@ -20,9 +20,9 @@
 //!    (`RangeTree::with_range`) is compared with an rbtree under an
 //!    `rwlock_t` and with a maple tree in RCU mode, in the same run.
 
-use core::ffi::{c_int, c_uint, c_ulong, c_void};
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 
 use kernel::{delay::MaySleep, prelude::*, processor::cpu_relax, sync::rcu, time::Ktime};
 
@@ -39,55 +39,21 @@ macro_rules! out {
     };
 }
 
-/// The C side, in `samples/rust/bonsai_bench_baselines.c`.
+/// The C side, in `mm/bonsai_rs/bench.c`.
 mod ffi {
-    use core::ffi::{c_int, c_uint, c_ulong, c_void};
+    pub(super) use kernel::bindings::{
+        bonsai_bench_cond_resched, bonsai_bench_msleep, bonsai_bench_mt_free,
+        bonsai_bench_mt_insert, bonsai_bench_mt_lookup, bonsai_bench_mt_new,
+        bonsai_bench_mt_remove, bonsai_bench_online_cpus, bonsai_bench_rb_free,
+        bonsai_bench_rb_insert, bonsai_bench_rb_lookup, bonsai_bench_rb_new,
+        bonsai_bench_rb_remove, bonsai_bench_thread_join, bonsai_bench_thread_start,
+    };
 
     /// An rbtree of ranges under an `rwlock_t`.
-    #[repr(C)]
-    pub(super) struct RbTree {
-        _opaque: [u8; 0],
-    }
+    pub(super) type RbTree = kernel::bindings::bonsai_bench_rb;
 
     /// A maple tree of ranges in RCU mode.
-    #[repr(C)]
-    pub(super) struct MapleTree {
-        _opaque: [u8; 0],
-    }
-
-    extern "C" {
-        pub(super) fn bonsai_bench_online_cpus() -> c_uint;
-        pub(super) fn bonsai_bench_thread_start(
-            f: unsafe extern "C" fn(*mut c_void) -> c_int,
-            arg: *mut c_void,
-            cpu: c_uint,
-        ) -> *mut c_void;
-        pub(super) fn bonsai_bench_thread_join(task: *mut c_void);
-        pub(super) fn bonsai_bench_msleep(ms: c_uint);
-        pub(super) fn bonsai_bench_cond_resched();
-
-        pub(super) fn bonsai_bench_rb_new() -> *mut RbTree;
-        pub(super) fn bonsai_bench_rb_free(t: *mut RbTree);
-        pub(super) fn bonsai_bench_rb_lookup(t: *mut RbTree, addr: c_ulong) -> c_ulong;
-        pub(super) fn bonsai_bench_rb_insert(
-            t: *mut RbTree,
-            start: c_ulong,
-            end: c_ulong,
-            value: c_ulong,
-        ) -> c_int;
-        pub(super) fn bonsai_bench_rb_remove(t: *mut RbTree, start: c_ulong) -> c_int;
-
-        pub(super) fn bonsai_bench_mt_new() -> *mut MapleTree;
-        pub(super) fn bonsai_bench_mt_free(t: *mut MapleTree);
-        pub(super) fn bonsai_bench_mt_lookup(t: *mut MapleTree, addr: c_ulong) -> c_ulong;
-        pub(super) fn bonsai_bench_mt_insert(
-            t: *mut MapleTree,
-            start: c_ulong,
-            end: c_ulong,
-            value: c_ulong,
-        ) -> c_int;
-        pub(super) fn bonsai_bench_mt_remove(t: *mut MapleTree, start: c_ulong) -> c_int;
-    }
+    pub(super) type MapleTree = kernel::bindings::bonsai_bench_mt;
 }
 
 fn msleep(_ctx: &MaySleep, ms: u32) {
@@ -413,7 +379,7 @@ impl<B: Baseline> Drop for CTree<B> {
 impl<B: Baseline> Subject for CTree<B> {
     fn lookup(&self, _ctx: &mut MaySleep, addr: usize) -> usize {
         // SAFETY: by the type invariant the structure is live.
-        unsafe { (B::OPS.lookup)(self.0.as_ptr(), addr as c_ulong) as usize }
+        unsafe { (B::OPS.lookup)(self.0.as_ptr(), addr as c_ulong) }
     }
 
     fn insert(&self, start: usize, end: usize, value: usize) -> bool {
@@ -576,7 +542,7 @@ impl Thread {
         cpu: u32,
     ) -> Result<Self> {
         // SAFETY: per the function's contract `arg` suits `f`.
-        let t = unsafe { ffi::bonsai_bench_thread_start(f, arg, cpu as c_uint) };
+        let t = unsafe { ffi::bonsai_bench_thread_start(Some(f), arg, cpu as c_uint) };
         // INVARIANT: a non-null result is a started, unjoined task.
         NonNull::new(t).map(Self).ok_or(ENOMEM)
     }
@@ -863,10 +829,10 @@ fn rate_table(ctx: &MaySleep) -> Result {
     Ok(())
 }
 
-/// Runs the benchmark; called once at boot by `bonsai_bench_baselines.c`.
+/// Runs the benchmark; called once at boot by `bench.c`.
 #[no_mangle]
 extern "C" fn bonsai_bench_run() {
-    // SAFETY: called by the late initcall of `bonsai_bench_baselines.c`:
+    // SAFETY: called by the late initcall of `bench.c`:
     // process context, no atomic section active.
     let ctx = unsafe { MaySleep::new() };
     if let Err(e) = structure_table(&ctx) {

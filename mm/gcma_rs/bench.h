@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * GCMA benchmark: the calls between rust_gcma_bench.rs (compiled inside
- * the GCMA crate) and gcma_bench.c.
+ * GCMA benchmark: the calls between bench.rs (part of the GCMA crate) and
+ * bench.c.  rust/bindings/bindings_helper.h includes this header, so the
+ * Rust side calls the C functions through bindgen.
  */
-#ifndef _SAMPLES_RUST_GCMA_BENCH_H
-#define _SAMPLES_RUST_GCMA_BENCH_H
+#ifndef _MM_GCMA_RS_BENCH_H
+#define _MM_GCMA_RS_BENCH_H
 
 #include <linux/types.h>
 
@@ -31,4 +32,4 @@ unsigned int gcma_bench_cma_fill(void);
 void gcma_bench_cma_fill_stats(unsigned long *added, unsigned long *dropped,
 			       unsigned long *failed_runs);
 
-#endif /* _SAMPLES_RUST_GCMA_BENCH_H */
+#endif /* _MM_GCMA_RS_BENCH_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * C side of the GCMA benchmark (rust_gcma_bench.rs, compiled inside the
+ * C side of the GCMA benchmark (bench.rs, compiled inside the
  * GCMA crate): the debugfs trigger and the CMA calls it times.
  *
  * Writing a repeat count (1 to 1000) to /sys/kernel/debug/gcma_bench runs
@@ -63,7 +63,7 @@
 
 #include <asm/tlbflush.h>
 
-#include "gcma_bench.h"
+#include "bench.h"
 
 static DEFINE_MUTEX(gcma_bench_lock);
 

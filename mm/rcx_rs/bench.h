@@ -2,12 +2,12 @@
 /*
  * The C side of the RCX benchmark.
  *
- * rust_rcx_bench.rs is compiled inside the RCX crate (it needs the RCX
- * structures) and declares these functions in an extern "C" block: the
- * kthread and sleep calls that are macros or inline functions in C.
+ * bench.rs, the benchmark, is part of the RCX crate and calls these
+ * through bindgen (rust/bindings/bindings_helper.h includes this header):
+ * the kthread and sleep calls that are macros or inline functions in C.
  */
-#ifndef _SAMPLES_RUST_RCX_BENCH_H
-#define _SAMPLES_RUST_RCX_BENCH_H
+#ifndef _MM_RCX_RS_BENCH_H
+#define _MM_RCX_RS_BENCH_H
 
 /* Runs the whole benchmark; implemented in Rust. */
 void rcx_bench_run(void);
@@ -18,4 +18,4 @@ void rcx_bench_thread_join(void *task);
 void rcx_bench_msleep(unsigned int ms);
 void rcx_bench_cond_resched(void);
 
-#endif /* _SAMPLES_RUST_RCX_BENCH_H */
+#endif /* _MM_RCX_RS_BENCH_H */

@@ -3,9 +3,9 @@
 //! Benchmark of RCX, run once at boot (section 3.4.2 of the thesis).
 //!
 //! This file is a module of the RCX crate (`mm/rcx_rs/rcx.rs` includes it
-//! with `#[path]` when `CONFIG_SAMPLE_RUST_RCX_BENCH` is set), because a
+//! with `#[path]` when `CONFIG_RCX_BENCH` is set), because a
 //! built-in crate cannot be imported by another one.  Its C side,
-//! `rcx_bench_glue.c`, calls [`rcx_bench_run`] from a late initcall and
+//! `bench.c`, calls [`rcx_bench_run`] from a late initcall and
 //! provides the kthread and sleep calls declared in [`ffi`].
 //!
 //! A table of `b` buckets holds `b * n` random keys from `[0, 2bn)`;
@@ -27,8 +27,8 @@
 //! RCU callbacks of the runs before it have run.  Every line is prefixed
 //! with `rcx: bench: `.
 
-use core::ffi::{c_int, c_uint, c_void};
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use kernel::ffi::{c_int, c_uint, c_void};
 
 use kernel::{delay::MaySleep, prelude::*, processor::cpu_relax, time::Ktime};
 
@@ -50,21 +50,12 @@ macro_rules! out {
     };
 }
 
-/// The C side, in `samples/rust/rcx_bench_glue.c`.
+/// The C side, in `mm/rcx_rs/bench.c`.
 mod ffi {
-    use core::ffi::{c_int, c_uint, c_void};
-
-    extern "C" {
-        pub(super) fn rcx_bench_online_cpus() -> c_uint;
-        pub(super) fn rcx_bench_thread_start(
-            f: unsafe extern "C" fn(*mut c_void) -> c_int,
-            arg: *mut c_void,
-            cpu: c_uint,
-        ) -> *mut c_void;
-        pub(super) fn rcx_bench_thread_join(task: *mut c_void);
-        pub(super) fn rcx_bench_msleep(ms: c_uint);
-        pub(super) fn rcx_bench_cond_resched();
-    }
+    pub(super) use kernel::bindings::{
+        rcx_bench_cond_resched, rcx_bench_msleep, rcx_bench_online_cpus, rcx_bench_thread_join,
+        rcx_bench_thread_start,
+    };
 }
 
 /// How long each measurement runs.
@@ -256,7 +247,7 @@ fn measure(
         // SAFETY: `workers[i]` outlives the thread: it is joined below.
         *task = unsafe {
             ffi::rcx_bench_thread_start(
-                worker_main,
+                Some(worker_main),
                 &workers[i] as *const Worker<'_> as *mut c_void,
                 i as c_uint,
             )
@@ -517,10 +508,10 @@ fn run_all(ctx: &MaySleep) -> Result {
     Ok(())
 }
 
-/// Runs the benchmark; called once at boot by `rcx_bench_glue.c`.
+/// Runs the benchmark; called once at boot by `bench.c`.
 #[no_mangle]
 extern "C" fn rcx_bench_run() {
-    // SAFETY: called by the late initcall of `rcx_bench_glue.c`: process
+    // SAFETY: called by the late initcall of `bench.c`: process
     // context, no atomic section active.
     let ctx = unsafe { MaySleep::new() };
     if let Err(e) = run_all(&ctx) {

@@ -2,14 +2,14 @@
 /*
  * The C side of the Bonsai benchmark.
  *
- * rust_bonsai_bench.rs is compiled inside the Bonsai crate (it needs
- * RangeTree) and declares these functions in an extern "C" block; they
- * give it the baselines it is measured against (an rbtree under an
+ * bench.rs, the benchmark, is part of the Bonsai crate and calls these
+ * through bindgen (rust/bindings/bindings_helper.h includes this header);
+ * they give it the baselines it is measured against (an rbtree under an
  * rwlock_t and a maple tree in RCU mode) and the kthread, sleep and
  * scheduling calls that are macros or inline functions in C.
  */
-#ifndef _SAMPLES_RUST_BONSAI_BENCH_H
-#define _SAMPLES_RUST_BONSAI_BENCH_H
+#ifndef _MM_BONSAI_RS_BENCH_H
+#define _MM_BONSAI_RS_BENCH_H
 
 struct bonsai_bench_rb;
 struct bonsai_bench_mt;
@@ -40,4 +40,4 @@ int bonsai_bench_mt_insert(struct bonsai_bench_mt *t, unsigned long start,
 			   unsigned long end, unsigned long value);
 int bonsai_bench_mt_remove(struct bonsai_bench_mt *t, unsigned long start);
 
-#endif /* _SAMPLES_RUST_BONSAI_BENCH_H */
+#endif /* _MM_BONSAI_RS_BENCH_H */

@@ -4,8 +4,8 @@
 //! of its release, with the GCMA area lent to its secondary client.
 //!
 //! Compiled inside the GCMA crate (`mm/gcma_rs/gcma.rs` includes it when
-//! `CONFIG_SAMPLE_RUST_GCMA_BENCH` is set); the debugfs trigger and the
-//! CMA calls are in `gcma_bench.c`.  Writing to `/sys/kernel/debug/gcma_bench`
+//! `CONFIG_GCMA_BENCH` is set); the debugfs trigger and the
+//! CMA calls are in `bench.c`.  Writing to `/sys/kernel/debug/gcma_bench`
 //! runs it: for 64 to 32768 pages (powers of two), `reps` times each, it
 //! times `cma_alloc()` and `cma_release()` separately on the default CMA
 //! area (`reserved`, from `cma=`) and on the first GCMA area (`gcma0`,
@@ -21,7 +21,7 @@
 //!
 //! Symmetrically, before every CMA allocation the benchmark fills the free
 //! pages of the CMA area with movable pages that the allocation has to
-//! migrate (`gcma_bench_cma_fill()` in `gcma_bench.c`: clean, unmapped,
+//! migrate (`gcma_bench_cma_fill()` in `bench.c`: clean, unmapped,
 //! unevictable page-cache folios of an internal file, placed in the area's
 //! free runs with `alloc_contig_range()`; the cheapest pages for CMA to
 //! migrate).  The share of the CMA area in use when each CMA allocation
@@ -46,38 +46,19 @@ use crate::{
     Area,
 };
 use kernel::{
-    c_str, delay,
-    ffi::{c_char, c_int, c_uint, c_ulong, c_void},
+    bindings, c_str, delay,
+    ffi::{c_uint, c_ulong},
     mm::buddy::ContigPages,
     prelude::*,
 };
 
 mod ffi {
-    use super::*;
-
-    extern "C" {
-        pub(super) fn gcma_bench_cma(name: *const c_char) -> *mut c_void;
-        pub(super) fn gcma_bench_cma_pages(cma: *mut c_void) -> c_ulong;
-        pub(super) fn gcma_bench_alloc(cma: *mut c_void, count: c_ulong) -> *mut c_void;
-        pub(super) fn gcma_bench_release(
-            cma: *mut c_void,
-            pages: *mut c_void,
-            count: c_ulong,
-        ) -> bool;
-        pub(super) fn gcma_bench_now_ns() -> u64;
-        pub(super) fn gcma_bench_ktime_ns() -> u64;
-        pub(super) fn gcma_bench_pause();
-        pub(super) fn gcma_bench_flush_tlb();
-        pub(super) fn gcma_bench_set_fifo();
-        pub(super) fn gcma_bench_cma_fill_start(cma: *mut c_void) -> c_int;
-        pub(super) fn gcma_bench_cma_fill_stop();
-        pub(super) fn gcma_bench_cma_fill() -> c_uint;
-        pub(super) fn gcma_bench_cma_fill_stats(
-            added: *mut c_ulong,
-            dropped: *mut c_ulong,
-            failed_runs: *mut c_ulong,
-        );
-    }
+    pub(super) use kernel::bindings::{
+        gcma_bench_alloc, gcma_bench_cma, gcma_bench_cma_fill, gcma_bench_cma_fill_start,
+        gcma_bench_cma_fill_stats, gcma_bench_cma_fill_stop, gcma_bench_cma_pages,
+        gcma_bench_flush_tlb, gcma_bench_ktime_ns, gcma_bench_now_ns, gcma_bench_pause,
+        gcma_bench_release, gcma_bench_set_fifo,
+    };
 }
 
 /// The benchmark's clock, `local_clock()`: cheap, and monotonic on the
@@ -257,7 +238,7 @@ impl Series {
     }
 
     /// Times one allocation of `count` pages from `cma` and its release.
-    fn time_one(&mut self, cma: *mut c_void, count: usize) -> Result {
+    fn time_one(&mut self, cma: *mut bindings::cma, count: usize) -> Result {
         // SAFETY: FFI calls; `cma` is a CMA area found by name, and the
         // pages released are exactly those just allocated.
         let (t0, t1, t2) = unsafe {
@@ -307,7 +288,7 @@ impl core::fmt::Display for Pct {
     }
 }
 
-fn find(name: &CStr) -> Option<(*mut c_void, usize)> {
+fn find(name: &CStr) -> Option<(*mut bindings::cma, usize)> {
     // SAFETY: FFI call with a NUL-terminated name.
     let cma = unsafe { ffi::gcma_bench_cma(name.as_char_ptr()) };
     if cma.is_null() {
@@ -441,8 +422,8 @@ fn print_cdf(pass: usize, alloc: &str, pages: usize, ns: &mut [u64]) {
 /// CMA and of GCMA.
 fn pass(
     pass: usize,
-    (cma, cma_pages): (*mut c_void, usize),
-    (gcma, gcma_pages): (*mut c_void, usize),
+    (cma, cma_pages): (*mut bindings::cma, usize),
+    (gcma, gcma_pages): (*mut bindings::cma, usize),
     reps: usize,
     filler: &mut Filler,
 ) -> Result<(usize, usize)> {
@@ -499,7 +480,7 @@ fn pass(
 /// page allocator's allocation steps, `split_page()`), and per discarded
 /// page the cost of each part of a discard.  Returns the failures.
 fn profile_pass(
-    (gcma, gcma_pages): (*mut c_void, usize),
+    (gcma, gcma_pages): (*mut bindings::cma, usize),
     cma_pages: usize,
     reps: usize,
     filler: &mut Filler,
@@ -630,7 +611,7 @@ fn run(reps: usize) -> Result {
     Ok(())
 }
 
-/// Entry point of the debugfs trigger in `gcma_bench.c`.
+/// Entry point of the debugfs trigger in `bench.c`.
 #[no_mangle]
 pub(crate) extern "C" fn gcma_bench_run(reps: c_uint) {
     if let Err(e) = run(reps as usize) {

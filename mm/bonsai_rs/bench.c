@@ -2,7 +2,7 @@
 /*
  * Baselines and kernel services for the Bonsai benchmark.
  *
- * The benchmark itself (rust_bonsai_bench.rs) is Rust code compiled
+ * The benchmark itself (bench.rs) is Rust code compiled
  * inside the Bonsai crate.  This file starts it at boot and provides what
  * it compares Bonsai with, both holding non-overlapping [start, end)
  * ranges with an unsigned long value each:
@@ -28,7 +28,7 @@
 #include <linux/spinlock.h>
 #include <linux/xarray.h>
 
-#include "bonsai_bench.h"
+#include "bench.h"
 
 unsigned int bonsai_bench_online_cpus(void)
 {
