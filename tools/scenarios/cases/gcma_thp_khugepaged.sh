@@ -64,15 +64,22 @@ check never_area_unused expect_eq "$(used)" 0
 log "mode never: full_scans $(read_counter $K/full_scans), pages_collapsed $(read_counter $K/pages_collapsed), thp_collapse_alloc_failed $(read_counter /proc/vmstat thp_collapse_alloc_failed)"
 
 # Mode fallback: the collapses take huge pages from the area (c0 is still
-# the count from before mode never).
+# the count from before mode never).  The buddy allocator is asked first,
+# and compaction may yet make it a free 2 MiB block out of movable pages
+# the fragmenter did not pin (seen once in a loaded CI run): a huge page
+# outside the area must then be one of the buddy allocator's collapse
+# allocations, which /proc/vmstat counts with GCMA's (thp_collapse_alloc).
+b0=$(read_counter /proc/vmstat thp_collapse_alloc)
 echo fallback >$T/mode
 kill -USR1 $pid
 check collapsed thp_wait_pause $ST collapsed $pid 160
 grep -E '^THP-(FAULT|OP) ' /tmp/k.log | sed 's/^/# /'
 huge=$(f huge_in_area THP-OP /tmp/k.log)
 log "collapsed: $huge huge pages in gcma0, gcma_thp_collapse_alloc +$(($(tstat collapse_alloc) - c0)), pages_collapsed $(read_counter $K/pages_collapsed)"
+regions=$(f huge_regions THP-OP /tmp/k.log)
+buddy=$(($(read_counter /proc/vmstat thp_collapse_alloc) - b0 - ($(tstat collapse_alloc) - c0)))
 check collapse_from_area expect_ge "$huge" $((MIB * 95 / 200))
-check collapse_all_in_area expect_eq "$huge" "$(f huge_regions THP-OP /tmp/k.log)"
+check collapse_rest_from_buddy expect_le $((regions - huge)) "$buddy"
 check collapse_alloc_count expect_ge "$(tstat collapse_alloc)" $((c0 + huge))
 check collapse_area_pages expect_eq "$(used)" $((512 * huge))
 kill -USR1 $pid
@@ -84,14 +91,21 @@ check collapse_freed wait_for 5 value_is used -eq 0
 echo 10000 >$K/scan_sleep_millisecs
 echo never >$THP/enabled
 c0=$(tstat collapse_alloc)
+b0=$(read_counter /proc/vmstat thp_collapse_alloc)
 rm -f $ST
 thp_fault -b "$node" -a "$range" -m 16 -w $ST -o collapse,verify,pause:collapsed >/tmp/m.log 2>&1 &
 pid=$!
 check madv_collapse_paused thp_wait_pause $ST collapsed $pid
 grep -E '^THP-(FAULT|OP) ' /tmp/m.log | sed 's/^/# /'
-check madv_collapse_huge expect_eq "$(f huge_in_area THP-OP /tmp/m.log)" 8
-check madv_collapse_alloc expect_eq "$(tstat collapse_alloc)" $((c0 + 8))
-check madv_collapse_area_pages expect_eq "$(used)" 4096
+# Every region collapsed, most from the area; as above, any other huge
+# page was a buddy collapse allocation.
+huge=$(f huge_in_area THP-OP /tmp/m.log)
+buddy=$(($(read_counter /proc/vmstat thp_collapse_alloc) - b0 - ($(tstat collapse_alloc) - c0)))
+check madv_collapse_huge expect_eq "$(f huge_regions THP-OP /tmp/m.log)" 8
+check madv_collapse_from_area expect_ge "$huge" 6
+check madv_collapse_rest_from_buddy expect_le $((8 - huge)) "$buddy"
+check madv_collapse_alloc expect_eq "$(tstat collapse_alloc)" $((c0 + huge))
+check madv_collapse_area_pages expect_eq "$(used)" $((512 * huge))
 kill -USR1 $pid
 check madv_collapse_every_byte wait $pid
 check madv_collapse_freed wait_for 5 value_is used -eq 0
