@@ -96,7 +96,7 @@ rm -f $ST
 thp_fault -b "$node" -a "$range" -m 16 -w $ST -o collapse,verify,pause:collapsed >/tmp/m.log 2>&1 &
 pid=$!
 check madv_collapse_paused thp_wait_pause $ST collapsed $pid
-grep -E '^THP-(FAULT|OP) ' /tmp/m.log | sed 's/^/# /'
+grep -E '^THP-(FAULT|OP|COLLAPSE) ' /tmp/m.log | sed 's/^/# /'
 # Every region collapsed, most from the area; as above, any other huge
 # page was a buddy collapse allocation.
 huge=$(f huge_in_area THP-OP /tmp/m.log)
@@ -104,7 +104,10 @@ buddy=$(($(read_counter /proc/vmstat thp_collapse_alloc) - b0 - ($(tstat collaps
 check madv_collapse_huge expect_eq "$(f huge_regions THP-OP /tmp/m.log)" 8
 check madv_collapse_from_area expect_ge "$huge" 6
 check madv_collapse_rest_from_buddy expect_le $((8 - huge)) "$buddy"
-check madv_collapse_alloc expect_eq "$(tstat collapse_alloc)" $((c0 + huge))
+# At least one allocation per huge page in the area; more if a collapse
+# allocated and then failed (EAGAIN: a page was isolated) and was retried:
+# its huge page went back, which the exact page count below checks.
+check madv_collapse_alloc expect_ge "$(tstat collapse_alloc)" $((c0 + huge))
 check madv_collapse_area_pages expect_eq "$(used)" $((512 * huge))
 kill -USR1 $pid
 check madv_collapse_every_byte wait $pid
