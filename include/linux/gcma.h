@@ -4,9 +4,11 @@
  *
  * Areas are reserved at boot from the "gcma=" parameter and owned by GCMA
  * for the life of the system: they are never given to the buddy allocator.
- * The allocator itself is written in Rust (mm/gcma_rs/); this header is the
- * boundary between it, the C glue (reservation, struct page state, sysfs)
- * and the CMA interface, through which GCMA areas are also reachable.
+ * The allocator itself is written in Rust (mm/gcma_rs/), struct page
+ * state included; this header is the boundary between it, the C glue
+ * (boot reservation, tracepoints, allocation tags, sysfs and debugfs
+ * files, the static keys of the hooks) and the CMA interface, through
+ * which GCMA areas are also reachable.
  */
 #ifndef _LINUX_GCMA_H
 #define _LINUX_GCMA_H
@@ -17,9 +19,7 @@
 #include <linux/jump_label.h>
 #include <linux/list.h>
 #include <linux/nodemask_types.h>
-#include <linux/spinlock_types.h>
 #include <linux/types.h>
-#include <linux/workqueue_types.h>
 #include <asm/page.h>
 
 /* Upper bound on "gcma=" areas; more are refused with a boot message. */
@@ -29,6 +29,7 @@
 #define GCMA_LAT_BUCKETS	32
 
 struct address_space;
+struct alloc_tag;
 struct cma;
 struct dentry;
 struct folio;
@@ -43,17 +44,9 @@ struct super_block;
  * @base: physical address of the first byte, page aligned
  * @size: size in bytes, a multiple of PAGE_SIZE
  * @cma: the CMA area registered on the same range, or NULL
- * @rs: allocator state (Rust), published once by gcma_area_attach()
+ * @rs: allocator state (Rust), published once when the area goes in
+ *	service; read with acquire semantics
  * @kobj: /sys/kernel/mm/gcma/<name>, or NULL
- * @lat: allocations (successful or not) per latency bucket, log2 of ns
- * @free_lock: protects @freed, @nr_freed and @deferred; taken with
- *	interrupts off
- * @freed: blocks the page allocator gave back (linked by page->lru, order
- *	in page->private), not yet freed in the map
- * @nr_freed: pages in @freed
- * @deferred: releases made outside process context (first page linked by
- *	page->lru, page count in page->private), not yet done
- * @release_work: does the releases in @deferred, in process context
  * @refused: not put in service (it spans zones); its memory went to the
  *	page allocator
  * @thp: reserved with ":thp": serves transparent huge pages only (not a
@@ -66,12 +59,6 @@ struct gcma_area {
 	struct cma *cma;
 	const void *rs;
 	struct kobject *kobj;
-	atomic_long_t lat[GCMA_LAT_BUCKETS];
-	spinlock_t free_lock;		/* @freed, @nr_freed; irqs off */
-	struct list_head freed;
-	unsigned long nr_freed;
-	struct list_head deferred;
-	struct work_struct release_work;
 	bool refused;
 	bool thp;
 };
@@ -120,7 +107,6 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count);
 void gcma_flush_releases(struct gcma_area *area);
 void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
-void gcma_drain_freed(struct gcma_area *area);
 struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
 
 DECLARE_STATIC_KEY_FALSE(gcma_in_service);
@@ -168,10 +154,20 @@ static inline bool gcma_pfn_in_area(unsigned long pfn)
 }
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
-void gcma_area_attach(struct gcma_area *area, const void *rs);
-void gcma_lend_page(unsigned long pfn);
-bool gcma_unlend_page(unsigned long pfn);
-unsigned long gcma_take_discarded(unsigned long pfn, u64 mask, bool handoff);
+void gcma_area_publish(struct gcma_area *area);
+void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
+			    unsigned int align);
+void gcma_alloc_done(const struct gcma_area *area, struct page *page,
+		     unsigned long count, unsigned int align, int ret, u64 ns,
+		     gfp_t gfp);
+void gcma_warn_compound_count(const struct gcma_area *area,
+			      unsigned long count);
+void gcma_release_done(const struct gcma_area *area, unsigned long pfn,
+		       unsigned long count);
+void gcma_release_refused(const struct gcma_area *area, unsigned long pfn,
+			  unsigned long count, const char *why);
+struct alloc_tag *gcma_lend_tag_enter(void);
+void gcma_lend_tag_exit(struct alloc_tag *old);
 struct kobject *gcma_sysfs_dir(void);
 
 /**
@@ -288,14 +284,8 @@ static inline void gcma_thp_init(void) { }
  * crate.
  */
 int gcma_rs_init(void);
-int gcma_rs_alloc(const void *rs, unsigned long count, unsigned int align,
-		  bool handoff, unsigned long *start, unsigned long *handed);
-int gcma_rs_begin_release(const void *rs, unsigned long start,
-			  unsigned long count);
-int gcma_rs_free(const void *rs, unsigned long start, unsigned long count);
-void gcma_rs_stats(const void *rs, struct gcma_stats *st);
-int gcma_rs_retire(const void *rs, unsigned long page);
-/* Guaranteed THP (mm/gcma_rs/thp.rs). */
+void gcma_rs_alloc_latency(struct gcma_area *area, u64 *buckets);
+
 int gcma_rs_thp_set_mode(unsigned int mode);
 unsigned int gcma_rs_thp_mode(void);
 unsigned int gcma_rs_thp_nr_areas(void);

@@ -3,9 +3,12 @@
 //! The areas that `reserve.c` reserved at boot.
 //!
 //! This module is the crate's only window onto the C table of areas: a
-//! [`GcmaArea`] reads the fields fixed at boot, and hands its descriptor
-//! pointer to the calls into `area.c`.
+//! [`GcmaArea`] reads the fields fixed at boot, publishes the allocator
+//! state of an area in service, and hands its descriptor pointer to the
+//! calls into `area.c`.
 
+use crate::Area;
+use core::sync::atomic::{AtomicPtr, Ordering};
 use kernel::{
     bindings,
     mm::{numa, numa::NodeId, PAGE_SHIFT},
@@ -22,9 +25,11 @@ use kernel::{
 /// Wraps an entry of `reserve.c`'s static table of areas, which lives as
 /// long as the kernel.  Its `name`, `base`, `size`, `cma` and `thp` are
 /// written during early boot only, before any Rust code runs, and never
-/// change afterwards; `name` is NUL-terminated inside its array.  The rest
-/// of the descriptor belongs to `area.c` and is reached only through the
-/// calls that take [`GcmaArea::as_ptr`].
+/// change afterwards; `name` is NUL-terminated inside its array.  `rs` is
+/// NULL until [`GcmaArea::publish`] sets it, once, to a leaked [`Area`];
+/// it is only accessed atomically.  The rest of the descriptor belongs to
+/// `area.c` and is reached only through the calls that take
+/// [`GcmaArea::as_ptr`].
 #[repr(transparent)]
 pub(crate) struct GcmaArea(Opaque<bindings::gcma_area>);
 
@@ -63,6 +68,34 @@ impl GcmaArea {
     /// Returns the number of pages in the area.
     pub(crate) fn nr_pages(&self) -> usize {
         (self.size() >> PAGE_SHIFT) as usize
+    }
+
+    /// The `rs` field, accessed atomically.
+    fn rs(&self) -> &AtomicPtr<Area> {
+        // SAFETY: `rs` is a pointer-sized, aligned field of a descriptor
+        // that lives forever, only ever accessed atomically (type
+        // invariant; C reads it with `smp_load_acquire()`).
+        unsafe { AtomicPtr::from_ptr(core::ptr::addr_of_mut!((*self.0.get()).rs).cast()) }
+    }
+
+    /// Returns the allocator state of the area, if it is in service.
+    pub(crate) fn state(&self) -> Option<&'static Area> {
+        let p = self.rs().load(Ordering::Acquire);
+        // SAFETY: a non-NULL `rs` is a leaked `Area` (type invariant).
+        (!p.is_null()).then(|| unsafe { &*p })
+    }
+
+    /// Publishes `state` as the area's allocator state and puts the area
+    /// in service: the page allocator's free paths and the sysfs and
+    /// debugfs files see it from here on.  Called once per area.
+    pub(crate) fn publish(&self, state: &'static Area) {
+        // INVARIANT: `state` is leaked, and this is the area's one
+        // publication (`init_area()`'s contract).  Release: the pages are
+        // ready before the area can be seen in service.
+        self.rs()
+            .store((state as *const Area).cast_mut(), Ordering::Release);
+        // SAFETY: the descriptor is ours, its state just published.
+        unsafe { bindings::gcma_area_publish(self.as_ptr()) };
     }
 
     /// Returns the C descriptor, for the calls into `area.c`.

@@ -730,7 +730,7 @@ static unsigned long gcma_cma_store_swap(struct page *src, unsigned long n)
 /*
  * An allocation over pages DMEM holds takes them over in the state of
  * allocated pages: plain pages (handed off as they are, see
- * gcma_take_discarded()), with some of the range lent or all of it, and a
+ * ClaimedRun::take_lent()), with some of the range lent or all of it, and a
  * folio (whose pages go through the free steps first) alike, zeroed when
  * asked, with the references the page allocator gives; DMEM no longer has
  * their data, and a release gives them back to the area.  Every byte is

@@ -12,7 +12,7 @@
 use crate::{
     dmem::{Config, Dmem, FileKey, Refusal, StoreOutcome, SwapKey, SWAP_CLUSTER_SHIFT},
     dmem_kernel::{AreaPages, AreaSpan, AreaSupply, Areas, KConfig},
-    Area, GcmaArea,
+    Area,
 };
 use core::{
     ptr::null_mut,
@@ -22,7 +22,7 @@ use kernel::{
     bindings,
     error::to_result,
     ffi::{c_int, c_uint, c_ulong},
-    mm::page_ref::PageRef,
+    mm::{frames::ClaimedRun, page_ref::PageRef},
     prelude::*,
 };
 
@@ -312,49 +312,53 @@ pub(crate) fn switch(client: c_uint, on: bool) -> Result {
     to_result(unsafe { bindings::gcma_dmem_switch(client, on) })
 }
 
-/// Discards the lent pages of a range a contiguous allocation takes: the
-/// `count` pages from `pfn` of `area`, some of them lent.  Each instance drops the data of
-/// the pages it holds, chunk by chunk ([`Dmem::discard_range`]), and waits
-/// for their copies to finish; then `gcma_take_discarded()` hands each
-/// chunk's pages to the allocation as they are (`handoff`) or runs the
-/// page allocator's free steps on them.  Returns how many pages were handed
-/// off.  May sleep.
+/// Discards the lent pages of `run`, the range a contiguous allocation
+/// just claimed in `area`.  Each instance drops the data of the pages it
+/// holds, chunk by chunk ([`Dmem::discard_range`]), and waits for their
+/// copies to finish; then the run takes each page
+/// ([`ClaimedRun::take_lent`]): as it is, when the allocation allows it,
+/// or through the page allocator's free steps.  May sleep.
 ///
-/// Called by the allocator ([`crate::Area`]) without any GCMA lock held;
-/// any `pfn` and `count` are handled (a range outside the areas DMEM
-/// borrows from discards nothing).  Before DMEM starts nothing is lent,
-/// and this returns 0.
-pub(crate) fn discard(area: &GcmaArea, pfn: usize, count: usize, handoff: bool) -> usize {
+/// Called by the allocator ([`crate::Area`]) without any GCMA lock held.
+/// Before DMEM starts nothing is lent, and this does nothing.
+pub(crate) fn discard<'a>(area: &'a Area, run: &mut ClaimedRun<'a>) {
     use crate::profile::{end, start, Phase};
 
-    let Some(d) = dmems() else { return 0 };
+    let Some(d) = dmems() else { return };
+    let pfn = area.base_pfn + run.start();
     let (Some(first), Some(_)) = (
-        d.areas.index_of(area, pfn),
-        count
+        d.areas.index_of(area.c, pfn),
+        run.count()
             .checked_sub(1)
-            .and_then(|n| d.areas.index_of(area, pfn.checked_add(n)?)),
+            .and_then(|n| d.areas.index_of(area.c, pfn.checked_add(n)?)),
     ) else {
-        return 0;
+        return;
     };
-    let mut handed = 0;
+    let count = run.count();
     let mut t = start();
-    let mut take = |base: usize, mask: u64| {
+    let mut take = |base: usize, mut mask: u64| {
         t = end(Phase::DmemDiscard, t);
-        // The pfn of bit 0, which may lie below the range (`base` is
+        // The area page of bit 0, which may lie below the range (`base` is
         // aligned to the chunk size); `base + i >= first` for every bit `i`
         // set, so the pages themselves are in it.
-        let pfn0 = pfn.wrapping_sub(first).wrapping_add(base);
-        // SAFETY: the pages were lent by the supply (allocation steps done),
-        // no copy is in flight any more, and the allocation that claimed
-        // them is the only one to take them.
-        let n = unsafe { bindings::gcma_take_discarded(pfn0, mask, handoff) };
-        handed += n;
+        let page0 = run.start().wrapping_sub(first).wrapping_add(base);
+        while mask != 0 {
+            let page = page0 + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            // SAFETY: the instance held the page, lent by the supply; it
+            // dropped it for this discard and no copy is in flight any
+            // more, so the run, which claimed it, has the one right to end
+            // the lending.
+            let lent = unsafe { area.frames.lent(page) };
+            if run.take_lent(lent).is_err() {
+                pr_err!("dmem: discarded page {} is not in the claimed run\n", page);
+            }
+        }
         t = end(Phase::PageState, t);
     };
     d.file.dmem.discard_range(first, count, &mut take);
     d.swap.dmem.discard_range(first, count, &mut take);
     end(Phase::DmemDiscard, t);
-    handed
 }
 
 /// Fills `*st` with the counters of client `client`: 0, or `-ENODEV` if

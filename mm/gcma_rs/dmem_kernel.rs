@@ -176,7 +176,7 @@ impl PageSupply for AreaSupply {
                 let Ok(p) = map.lend_secondary() else {
                     break None;
                 };
-                if !s.area.page(p).is_hwpoisoned() {
+                if !s.area.is_hwpoisoned(p) {
                     break Some(p);
                 }
                 // Bad memory, found free: out of use for good.  The map
@@ -187,11 +187,14 @@ impl PageSupply for AreaSupply {
             };
             let Some(p) = p else { continue };
             // The page is free in the map's eyes, so it may be poisoned and
-            // unmapped: give it the allocation steps before it is copied to.
-            // SAFETY: `p` is a page of the area, which is in the memory map,
-            // and was just lent: nobody else uses it.
-            unsafe { bindings::gcma_lend_page(s.area.base_pfn + p) };
-            return Some(s.offset + p);
+            // unmapped: it gets the allocation steps before it is copied
+            // to, counted under the lending's allocation tag.
+            let _tag = LendTag::enter();
+            // SAFETY: `p` is a free page of the area the map just lent:
+            // nobody else uses it.
+            let lent = unsafe { s.area.frames.lend(p) };
+            // The store holds it by index from here on.
+            return Some(s.offset + lent.keep());
         }
         None
     }
@@ -204,12 +207,13 @@ impl PageSupply for AreaSupply {
         // Bad memory (a copy found it so, or `memory_failure()` marked it
         // meanwhile): the free steps refuse it, having undone the lending,
         // and it goes out of use for good instead of back to the map.
-        let poisoned = s.area.page(p).is_hwpoisoned();
+        let poisoned = s.area.is_hwpoisoned(p);
         // The free steps run before the map frees the page: once it is
         // free, an allocation may take it and run the allocation steps.
-        // SAFETY: the page was lent by `lend` (allocation steps done) and
-        // the store no longer touches it.
-        if !unsafe { bindings::gcma_unlend_page(pfn) } && !poisoned {
+        // SAFETY: the store gives back a page it holds, lent by `lend`,
+        // that it no longer touches: it has the one right to end the
+        // lending.
+        if unsafe { s.area.frames.lent(p) }.give_back().is_err() && !poisoned {
             pr_err!("dmem: page at pfn {:#x} in a bad state; kept lent\n", pfn);
             return;
         }
@@ -220,6 +224,27 @@ impl PageSupply for AreaSupply {
             drop(map);
             s.area.note_retired(p);
         }
+    }
+}
+
+/// The allocation tag of lent pages, current while it lives:
+/// `/proc/allocinfo` counts the pages lent to DMEM under it, whoever's
+/// reclaim or swap-out stores a copy in them.  A tag is a static object
+/// that a C macro makes, so `area.c` holds it.
+struct LendTag(*mut bindings::alloc_tag);
+
+impl LendTag {
+    fn enter() -> Self {
+        // SAFETY: FFI call without preconditions; `Drop` restores.
+        Self(unsafe { bindings::gcma_lend_tag_enter() })
+    }
+}
+
+impl Drop for LendTag {
+    fn drop(&mut self) {
+        // SAFETY: restores what `enter` saved, on the same task: the
+        // guard is neither `Send` (raw pointer) nor leaked between.
+        unsafe { bindings::gcma_lend_tag_exit(self.0) };
     }
 }
 

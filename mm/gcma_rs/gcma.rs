@@ -23,23 +23,30 @@
 //!   index, the kernel's fragmentation index, pageblock pollution) for
 //!   `/sys/kernel/debug/gcma/fragmentation` (`frag_debugfs.c`).
 //!
-//! This file holds the allocator state of each area in service, [`Area`],
-//! and the functions the C glue (`area.c`) calls: `area.c` owns the
-//! `struct page` side of an allocation and the entry points
-//! `gcma_alloc()`/`gcma_release()`, which the CMA interface also reaches
-//! for areas registered with CMA.
+//! - [`entry`]: the functions C calls: the allocation and release entry
+//!   points (which the CMA interface also reaches for areas registered with
+//!   CMA) and the page allocator's free path.
+//! - [`pending`]: the pages with work pending from contexts where the map's
+//!   lock cannot be taken.
+//!
+//! This file holds the allocator state of each area in service, [`Area`]:
+//! its map, and its pages as [`OwnedFrames`], whose typed states carry the
+//! page allocator's allocation and free steps.  `area.c` is C only for what
+//! Rust cannot do in 6.12: tracepoints, allocation tags, the static key of
+//! the free path, and sysfs and debugfs attribute tables.
 
-use core::{
-    pin::Pin,
-    sync::atomic::{AtomicUsize, Ordering},
-};
+use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
-    bindings, delay,
-    ffi::{c_int, c_uint, c_ulong, c_void},
-    mm::page_ref::{self, PageRef},
+    bindings, c_str, delay,
+    ffi::c_int,
+    mm::{
+        frames::{ClaimedRun, OwnedFrames, PageFate},
+        page_ref,
+    },
     new_spinlock,
     prelude::*,
-    sync::SpinLock,
+    sync::{Arc, SpinLock},
+    workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
 // Items of these modules that only tests use are compiled only for them
@@ -49,7 +56,9 @@ mod boot;
 mod dmem;
 mod dmem_client;
 mod dmem_kernel;
+mod entry;
 mod frag;
+mod pending;
 #[cfg(CONFIG_GCMA_THP)]
 mod thp;
 
@@ -138,8 +147,7 @@ pub(crate) mod profile {
     #[cfg(CONFIG_GCMA_BENCH)]
     #[inline]
     fn now_ns() -> u64 {
-        // SAFETY: FFI call without preconditions.
-        unsafe { kernel::bindings::rsmm_local_clock() }
+        kernel::processor::local_clock_ns()
     }
 
     /// Switches profiling on or off.
@@ -187,20 +195,38 @@ const TRIES_PER_LOCK: usize = 32;
 /// hold the lock.
 const RESTARTS: usize = 2;
 
+/// Buckets of the allocation latency histogram: `[2^i, 2^(i+1))` ns.
+pub(crate) const LAT_BUCKETS: usize = bindings::GCMA_LAT_BUCKETS as usize;
+
 /// The allocator state of one area in service.
 ///
-/// Created once per area by [`gcma_rs_init`] and never freed: `area.c`
-/// keeps a pointer to it in `struct gcma_area::rs`.
+/// Created once per area by [`gcma_rs_init`] and never freed: one
+/// reference of its [`Arc`] is leaked, and its address is published in
+/// `struct gcma_area::rs` and in [`IN_SERVICE`].
 #[pin_data]
-struct Area {
+pub(crate) struct Area {
     /// The C descriptor of the area.
     c: &'static boot::GcmaArea,
     /// Page frame number of page 0 of the map.
     base_pfn: usize,
+    /// The area's pages; their state follows the map's: free, lent,
+    /// claimed by an allocation, or allocated.
+    frames: OwnedFrames,
     /// The map; every call on it is made under this lock, and nothing
     /// that may sleep or take another lock runs under it.
     #[pin]
     map: SpinLock<Map>,
+    /// Pages the page allocator's free paths gave back (their last
+    /// reference went, the free steps done), still allocated in the map.
+    returned: pending::PendingBits,
+    /// First pages of releases made outside process context, still to be
+    /// done; the page count is in the first page's private field.
+    deferred: pending::PendingBits,
+    /// Does the releases in `deferred`, in process context.
+    #[pin]
+    release_work: Work<Area>,
+    /// Allocations (successful or not) per latency bucket, log2 of ns.
+    lat: [AtomicUsize; LAT_BUCKETS],
     /// Allocations that succeeded.
     alloc_success: AtomicUsize,
     /// Allocations that found no room.
@@ -211,16 +237,39 @@ struct Area {
     released: AtomicUsize,
 }
 
-// SAFETY: `c` points to a static descriptor that is only read after boot,
-// and the map is behind a lock: an `Area` may be used from any thread.
-unsafe impl Send for Area {}
-// SAFETY: as above; all mutable state is atomic or behind the lock.
-unsafe impl Sync for Area {}
+impl_has_work! {
+    impl HasWork<Self> for Area { self.release_work }
+}
+
+impl WorkItem for Area {
+    type Pointer = Arc<Area>;
+
+    fn run(this: Arc<Area>) {
+        this.release_deferred();
+    }
+}
+
+/// The areas in service, for the page allocator's free path: the first
+/// [`NR_IN_SERVICE`] entries are set, each once.
+static IN_SERVICE: [AtomicPtr<Area>; bindings::GCMA_MAX_AREAS as usize] =
+    [const { AtomicPtr::new(core::ptr::null_mut()) }; bindings::GCMA_MAX_AREAS as usize];
+static NR_IN_SERVICE: AtomicUsize = AtomicUsize::new(0);
+
+/// Returns the area in service that holds page frame `pfn`.
+pub(crate) fn area_of_pfn(pfn: usize) -> Option<&'static Area> {
+    let n = NR_IN_SERVICE.load(Ordering::Acquire);
+    IN_SERVICE[..n].iter().find_map(|a| {
+        // SAFETY: the entries below `NR_IN_SERVICE` (acquire) were set to
+        // leaked `Area`s before it was raised (release).
+        let a = unsafe { &*a.load(Ordering::Relaxed) };
+        a.frames.index_of_pfn(pfn).map(|_| a)
+    })
+}
 
 impl Area {
     /// Allocates `count` pages whose first page frame number is aligned to
-    /// `1 << align` pages and returns the first page's index in the area
-    /// and the number of discarded pages handed off to it.
+    /// `1 << align` pages, with `gfp` as the page allocator takes it, and
+    /// returns the run of pages, ready to be finished.
     ///
     /// The search holds the lock for at most [`TRIES_PER_LOCK`] tries at a
     /// time.  When it resumes, pages below where it stopped may have been
@@ -230,26 +279,37 @@ impl Area {
     ///
     /// Pages lent to secondary clients inside the range are discarded
     /// outside the lock, as the `area_map` protocol requires, before the
-    /// range is returned; with `handoff` the allocation takes them as they
-    /// are (see `gcma_take_discarded()`).
+    /// run is returned; the run takes them as they are when `gfp` allows.
     ///
     /// A range found to hold hardware-poisoned pages is not returned: they
     /// are taken out of use for good ([`Area::retire_poisoned`]) and the
     /// search starts again.
-    fn alloc(&self, count: usize, align: u32, handoff: bool) -> Result<(usize, usize)> {
-        let out = loop {
+    pub(crate) fn alloc(
+        &self,
+        count: usize,
+        align: u32,
+        gfp: bindings::gfp_t,
+    ) -> Result<ClaimedRun<'_>> {
+        let run = loop {
             let out = self.search(count, align)?;
-            if !self.retire_poisoned(&out) {
-                break out;
+            // SAFETY: the map claimed `out` for this allocation alone: its
+            // pages are free or lent, and the lent ones reach the run
+            // through the discard below.
+            let mut run = unsafe { self.frames.claim(out.start, out.count, gfp) };
+            let poisoned = self.has_poisoned(&out);
+            if poisoned {
+                run.forbid_handoff();
             }
-        };
-        let handed = if out.lent > 0 {
-            self.discard(out.start, out.count, handoff)
-        } else {
-            0
+            if out.lent > 0 {
+                self.discard(&mut run);
+            }
+            if !poisoned {
+                break run;
+            }
+            self.retire_poisoned(run);
         };
         self.alloc_success.fetch_add(1, Ordering::Relaxed);
-        Ok((out.start, handed))
+        Ok(run)
     }
 
     /// Claims `count` free pages aligned to `1 << align` pages, as
@@ -268,9 +328,9 @@ impl Area {
                 Ok(area_map::AllocStep::Done(out)) => break out,
                 Ok(area_map::AllocStep::Resume(next)) => {
                     from = next;
-                    // SAFETY: `alloc()` serves `gcma_rs_alloc()`, whose C
-                    // caller `gcma_alloc_gfp_noprof()` calls `might_sleep()`; the
-                    // map lock was released with its block above.
+                    // SAFETY: allocations are made in process context
+                    // (`gcma_alloc_gfp_noprof()`'s contract); the map lock
+                    // was released with its block above.
                     delay::cond_resched(&unsafe { delay::MaySleep::new() });
                 }
                 Err(e) if e == ENOMEM && from > 0 && now != generation && restarts < RESTARTS => {
@@ -289,12 +349,9 @@ impl Area {
         Ok(out)
     }
 
-    /// Page `page` of the area.
-    pub(crate) fn page(&self, page: usize) -> &PageRef {
-        // SAFETY: the pages of an area are in the memory map for the life
-        // of the system; a `&PageRef` is only used here to read the page's
-        // flags (its memory is read through `PageRef`s of their users).
-        unsafe { PageRef::from_raw(bindings::pfn_to_page((self.base_pfn + page) as _)) }
+    /// Whether page `page` of the area is hardware-poisoned.
+    pub(crate) fn is_hwpoisoned(&self, page: usize) -> bool {
+        self.frames.is_hwpoisoned(page)
     }
 
     /// Logs that page `page` was taken out of use for good (bad memory).
@@ -306,30 +363,39 @@ impl Area {
         );
     }
 
-    /// Takes the hardware-poisoned pages of the freshly claimed range `out`
-    /// out of use and frees the others, having its lent pages discarded
-    /// (not handed off).  Returns `false`, changing nothing, if the range
-    /// has no poisoned page: always when no page of the system is
-    /// poisoned, which is then known without reading a `struct page`.
+    /// Whether the freshly claimed range `out` holds a hardware-poisoned
+    /// page: never when no page of the system is poisoned, which is then
+    /// known without reading a `struct page`.
     ///
     /// A page poisoned while free has no reference and is no buddy page:
     /// `memory_failure()` only marks it, so GCMA finds it where it takes
-    /// pages (here, and where DMEM borrows or copies them).  Each call
-    /// that returns `true` retires at least one page, which no later search
-    /// finds: the caller's retries end.
-    fn retire_poisoned(&self, out: &area_map::AllocOutcome) -> bool {
-        let end = out.start + out.count;
-        if !page_ref::any_hwpoisoned() || !(out.start..end).any(|p| self.page(p).is_hwpoisoned()) {
-            return false;
-        }
-        if out.lent > 0 {
-            self.discard(out.start, out.count, false);
-        }
+    /// pages (here, and where DMEM borrows or copies them).
+    fn has_poisoned(&self, out: &area_map::AllocOutcome) -> bool {
+        page_ref::any_hwpoisoned()
+            && (out.start..out.start + out.count).any(|p| self.is_hwpoisoned(p))
+    }
+
+    /// Takes the hardware-poisoned pages of `run`, whose lent pages were
+    /// discarded without handoff, out of use, and frees the others.  Each
+    /// call retires at least one page, which no later search finds: the
+    /// caller's retries end.
+    fn retire_poisoned(&self, run: ClaimedRun<'_>) {
+        let (start, count) = match run.give_up() {
+            Ok(range) => range,
+            Err(run) => {
+                // Cannot happen: the handoff was forbidden.  The pages
+                // stay allocated rather than free in an unknown state.
+                pr_err!("{}: poisoned range kept: pages handed off\n", self.name());
+                let _ = run.finish();
+                return;
+            }
+        };
+        let end = start + count;
         // The range is the caller's: nobody else changes its bits.  The
         // flags are read again, a page at a time under the lock.
-        let mut run = out.start;
-        for p in out.start..end {
-            if !self.page(p).is_hwpoisoned() {
+        let mut run = start;
+        for p in start..end {
+            if !self.is_hwpoisoned(p) {
                 continue;
             }
             let retired = {
@@ -347,46 +413,144 @@ impl Area {
         if end > run {
             let _ = self.map.lock().release_primary(run, end - run);
         }
-        true
     }
 
     /// Has the secondary clients drop the lent pages of the freshly
-    /// claimed range `start..start + count` (handing them off to the
-    /// allocation with `handoff`), then clears their bits; returns how many
-    /// pages were handed off.
+    /// claimed `run` and hand them to it, then clears their bits.
     ///
     /// The whole range goes to DMEM in one call: its instances know which
     /// pages they hold, and handle them in chunks, so neither the map's
-    /// lock nor DMEM is entered once per page.  Pages lent in
-    /// the range when it was claimed stay lent until this clears them, and
-    /// no page of the range can be lent anew meanwhile (it is
-    /// primary-owned).
-    fn discard(&self, start: usize, count: usize, handoff: bool) -> usize {
+    /// lock nor DMEM is entered once per page.  Pages lent in the range
+    /// when it was claimed stay lent until this clears them, and no page of
+    /// the range can be lent anew meanwhile (it is primary-owned).
+    fn discard<'a>(&'a self, run: &mut ClaimedRun<'a>) {
         let t = profile::start();
-        let pfn = self.base_pfn + start;
         // No GCMA lock is held here, as `discard` wants.
-        let handed = dmem_client::discard(self.c, pfn, count, handoff);
+        dmem_client::discard(self, run);
         let t = profile::end(profile::Phase::Hook, t);
         // The range is primary-owned, so this cannot fail.
-        let dropped = self.map.lock().finish_discard(start, count).unwrap_or(0);
+        let dropped = self
+            .map
+            .lock()
+            .finish_discard(run.start(), run.count())
+            .unwrap_or(0);
         profile::end(profile::Phase::Finish, t);
         self.discarded.fetch_add(dropped, Ordering::Relaxed);
-        handed
     }
 
-    /// Marks the allocated range `start..start + count` releasing: its
-    /// owner let go of it.  `EINVAL` if any page of it is not allocated,
-    /// `EEXIST` if any is releasing already (a double release).
-    fn begin_release(&self, start: usize, count: usize) -> Result {
-        self.map.lock().begin_release(start, count)?;
+    /// Frees `start..start + count` in the map, whose pages have no
+    /// reference left; logs the pages leaked if they are not allocated.
+    fn free(&self, start: usize, count: usize) {
+        if let Err(e) = self.map.lock().release_primary(start, count) {
+            pr_err!(
+                "{}: {} freed pages at pfn {:#x} are not allocated ({:?}); leaked\n",
+                self.name(),
+                count,
+                self.base_pfn + start,
+                e
+            );
+        }
+    }
+
+    /// Frees in the map the pages the page allocator's free paths gave
+    /// back, a run at a time.  Process context, or any context that may
+    /// take the map's lock.
+    pub(crate) fn drain_returned(&self) {
+        if self.returned.maybe_any() {
+            self.returned
+                .take_runs(|start, count| self.free(start, count));
+        }
+    }
+
+    /// Releases the allocated pages `start..start + count` (see
+    /// `gcma_release()`), from process context.  Returns why a release
+    /// was refused, if it was.
+    fn release(&self, start: usize, count: usize) -> core::result::Result<(), &'static CStr> {
+        // Pages freed behind GCMA's back are not released twice.
+        self.drain_returned();
+        self.frames.release_shape(start, count)?;
+        match self.map.lock().begin_release(start, count) {
+            Ok(()) => {}
+            Err(e) if e == EEXIST => return Err(c_str!("released already (double free)")),
+            Err(_) => return Err(c_str!("not allocated (double free?)")),
+        }
         self.released.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the map accepted the release: the range is an allocation
+        // (or plain pages of one) whose owner let go of it, marked
+        // releasing, so no other release of it can be in flight.
+        let run = unsafe { self.frames.released(start, count) };
+        let mut free_from = start;
+        let plain = run.put(|i, fate| {
+            if fate == PageFate::Freed {
+                return;
+            }
+            if fate == PageFate::Poisoned && self.map.lock().retire(i).is_ok() {
+                self.note_retired(i);
+            }
+            // Freed later by the free path when still referenced; kept out
+            // of use when bad.
+            if i > free_from {
+                self.free(free_from, i - free_from);
+            }
+            free_from = i + 1;
+        });
+        if plain && start + count > free_from {
+            self.free(free_from, start + count - free_from);
+        }
+        // A compound page went through `put_page()`: if that was its last
+        // reference it waits in `returned`, freed here.
+        self.drain_returned();
         Ok(())
     }
 
-    /// Frees `start..start + count`, whose last reference is gone; `EINVAL`
-    /// if any page of it is not allocated.
-    fn free(&self, start: usize, count: usize) -> Result {
-        self.map.lock().release_primary(start, count)
+    /// Queues the release of `start..start + count` for process context:
+    /// the caller is in interrupt context, where the map's lock cannot be
+    /// taken.  The checks for a bad release are made then; here only
+    /// what the queue itself needs.
+    fn defer_release(&self, start: usize, count: usize) -> core::result::Result<(), &'static CStr> {
+        // The first page's private field carries the count; a tail page's
+        // fields are its compound head's, and a page without a reference
+        // may be one the free path returned.
+        if count == 0 || !self.frames.is_referenced_head(start) {
+            return Err(c_str!("not an allocation's first page (interrupt context)"));
+        }
+        // SAFETY: `start` is the first page of an allocation (checked
+        // just above) that the caller owns and releases now.
+        unsafe { self.frames.set_private(start, count) };
+        self.deferred.set(start, 1);
+        // SAFETY: `self` is an `Area` in service, made by `Arc::pin_init`
+        // in `init_area()`, one reference of which is leaked: the `Arc`
+        // taken here is a new reference to it.
+        let arc = unsafe { kernel::sync::ArcBorrow::from_raw(self as *const Area) };
+        // Already queued: that run takes this release too.
+        let _ = workqueue::system().enqueue(Arc::from(arc));
+        Ok(())
+    }
+
+    /// Does the releases made outside process context.
+    fn release_deferred(&self) {
+        self.deferred.take_each(|start| {
+            // SAFETY: `start` is the first page of an allocation whose
+            // release `defer_release()` queued, with its count.
+            let count = unsafe { self.frames.take_private(start) };
+            if let Err(why) = self.release(start, count) {
+                self.refuse_release(start, count, why);
+            }
+        });
+    }
+
+    /// Logs (rate-limited) and traces a release refused as a caller's bug.
+    fn refuse_release(&self, start: usize, count: usize, why: &'static CStr) {
+        // SAFETY: the descriptor is the area's, and `why` a NUL-terminated
+        // string that lives forever.
+        unsafe {
+            bindings::gcma_release_refused(
+                self.c.as_ptr(),
+                (self.base_pfn + start) as _,
+                count as _,
+                why.as_char_ptr(),
+            )
+        };
     }
 
     /// Pages of the area: in all, owned by primary clients, and lent to
@@ -407,11 +571,46 @@ impl Area {
     pub(crate) fn name(&self) -> &'static CStr {
         self.c.name()
     }
+
+    /// The counters of the area (`struct gcma_stats`), with the pages the
+    /// free paths gave back freed first.
+    pub(crate) fn stats(&self) -> bindings::gcma_stats {
+        self.drain_returned();
+        let (total, used, lent, releasing, retired) = {
+            let map = self.map.lock();
+            (
+                map.nr_pages(),
+                map.primary_used(),
+                map.secondary_lent(),
+                map.releasing(),
+                map.retired(),
+            )
+        };
+        let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
+        bindings::gcma_stats {
+            total_pages: total as u64,
+            // Retired pages are primary-owned and releasing in the map, but
+            // nobody's.
+            primary_used_pages: used.saturating_sub(retired) as u64,
+            secondary_lent_pages: lent as u64,
+            alloc_success: get(&self.alloc_success),
+            alloc_fail: get(&self.alloc_fail),
+            discarded_pages: get(&self.discarded),
+            released: get(&self.released),
+            release_pending_pages: releasing.saturating_sub(retired) as u64,
+            hwpoisoned_pages: retired as u64,
+        }
+    }
 }
 
 /// Sets up the allocator state of one reserved area and puts it in
 /// service.
-fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
+///
+/// # Safety
+///
+/// Called once per area, in process context, before anything else uses
+/// the area's pages.
+unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     let nr_pages = area.nr_pages();
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
@@ -426,11 +625,24 @@ fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     // Alignment is that of page frame numbers.
     .with_base(area.base_pfn());
     let free = map.free();
-    let state = KBox::pin_init(
+    let returned = pending::PendingBits::new(nr_pages)?;
+    let deferred = pending::PendingBits::new(nr_pages)?;
+    // SAFETY: the caller's contract.
+    let ctx = unsafe { delay::MaySleep::new() };
+    // SAFETY: the area was reserved in memblock for GCMA alone at boot
+    // (`reserve.c` refuses an area that spans zones), and this is its one
+    // adoption (the caller's contract).
+    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) };
+    let state = Arc::pin_init(
         pin_init!(Area {
             c: area,
             base_pfn: area.base_pfn(),
+            frames,
             map <- new_spinlock!(map, "gcma_area"),
+            returned,
+            deferred,
+            release_work <- new_work!("gcma_area::release_work"),
+            lat: [const { AtomicUsize::new(0) }; LAT_BUCKETS],
             alloc_success: AtomicUsize::new(0),
             alloc_fail: AtomicUsize::new(0),
             discarded: AtomicUsize::new(0),
@@ -438,12 +650,17 @@ fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
         }),
         GFP_KERNEL,
     )?;
-    // SAFETY: the box is leaked right away and never moved out of.
-    let state: &'static Area = KBox::leak(unsafe { Pin::into_inner_unchecked(state) });
-    // SAFETY: `area.as_ptr()` is the descriptor of a reserved area and
-    // `state` lives forever; this is the one attach of this area (the
-    // caller, `gcma_rs_init()`, runs once).
-    unsafe { bindings::gcma_area_attach(area.as_ptr(), (state as *const Area).cast::<c_void>()) };
+    // One reference is never dropped: the area stays for good.
+    let ptr = Arc::into_raw(state);
+    // SAFETY: `ptr` comes from `Arc::into_raw` and is never released.
+    let state: &'static Area = unsafe { &*ptr };
+    let n = NR_IN_SERVICE.load(Ordering::Relaxed);
+    if n >= IN_SERVICE.len() {
+        return Err(ENOSPC);
+    }
+    IN_SERVICE[n].store(ptr.cast_mut(), Ordering::Relaxed);
+    NR_IN_SERVICE.store(n + 1, Ordering::Release);
+    area.publish(state);
     pr_info!(
         "{}: {} pages from pfn {:#x}, node {}, {} free{}\n",
         area.name(),
@@ -479,7 +696,9 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     // area.
     let mut ready: KVec<&'static Area> = KVec::new();
     for area in boot::reserved_areas() {
-        match init_area(area) {
+        // SAFETY: this function runs once, in process context (its own
+        // contract), and each reserved area appears once.
+        match unsafe { init_area(area) } {
             Ok(a) => {
                 if ready.push(a, GFP_KERNEL).is_err() {
                     pr_warn!("{}: not used by DMEM: no memory\n", area.name());
@@ -497,142 +716,4 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
         }
     }
     0
-}
-
-/// Returns the area behind the `rs` pointer of a `struct gcma_area`.
-///
-/// # Safety
-///
-/// `rs` must be the value [`init_area`] gave to `gcma_area_attach()`.
-unsafe fn area_of(rs: *const c_void) -> &'static Area {
-    // SAFETY: by the function's contract `rs` points to a leaked `Area`.
-    unsafe { &*rs.cast::<Area>() }
-}
-
-/// Allocates `count` pages aligned to `1 << align` pages; on success
-/// stores the index of the first one in `*start` and the number of
-/// discarded pages handed off to it in `*handed`, and returns 0, else
-/// `-EINVAL` (`count == 0`, bad alignment) or `-ENOMEM`.  `handoff` is
-/// passed to the discard of lent pages.
-///
-/// # Safety
-///
-/// `rs` as for [`area_of`]; `start` and `handed` must be valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn gcma_rs_alloc(
-    rs: *const c_void,
-    count: c_ulong,
-    align: c_uint,
-    handoff: bool,
-    start: *mut c_ulong,
-    handed: *mut c_ulong,
-) -> c_int {
-    // SAFETY: guaranteed by the caller.
-    let area = unsafe { area_of(rs) };
-    match area.alloc(count, align, handoff) {
-        Ok((s, d)) => {
-            // SAFETY: guaranteed by the caller.
-            unsafe {
-                *start = s;
-                *handed = d;
-            }
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// Marks `start..start + count` releasing (see `gcma_release()`): 0;
-/// `-EINVAL` if any page of it is not allocated, `-EEXIST` if any is
-/// releasing already; nothing changes on error.
-///
-/// # Safety
-///
-/// `rs` as for [`area_of`].
-#[no_mangle]
-pub unsafe extern "C" fn gcma_rs_begin_release(
-    rs: *const c_void,
-    start: c_ulong,
-    count: c_ulong,
-) -> c_int {
-    // SAFETY: guaranteed by the caller.
-    let area = unsafe { area_of(rs) };
-    match area.begin_release(start, count) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// Frees `start..start + count`, whose pages have no reference left: 0, or
-/// `-EINVAL` with nothing changed if any page of it is not allocated.
-///
-/// # Safety
-///
-/// `rs` as for [`area_of`].
-#[no_mangle]
-pub unsafe extern "C" fn gcma_rs_free(rs: *const c_void, start: c_ulong, count: c_ulong) -> c_int {
-    // SAFETY: guaranteed by the caller.
-    let area = unsafe { area_of(rs) };
-    match area.free(start, count) {
-        Ok(()) => 0,
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// Takes page `page`, released and found hardware-poisoned when its last
-/// reference went, out of use for good: 0, or `-EINVAL`/`-EBUSY` with
-/// nothing changed (see `AreaMap::retire`).
-///
-/// # Safety
-///
-/// `rs` as for [`area_of`].
-#[no_mangle]
-pub unsafe extern "C" fn gcma_rs_retire(rs: *const c_void, page: c_ulong) -> c_int {
-    // SAFETY: guaranteed by the caller.
-    let area = unsafe { area_of(rs) };
-    let ret = area.map.lock().retire(page);
-    match ret {
-        Ok(()) => {
-            area.note_retired(page);
-            0
-        }
-        Err(e) => e.to_errno(),
-    }
-}
-
-/// Fills `*st` with the counters of the area.
-///
-/// # Safety
-///
-/// `rs` as for [`area_of`]; `st` must be valid for writes.
-#[no_mangle]
-pub unsafe extern "C" fn gcma_rs_stats(rs: *const c_void, st: *mut bindings::gcma_stats) {
-    // SAFETY: guaranteed by the caller.
-    let area = unsafe { area_of(rs) };
-    let (total, used, lent, releasing, retired) = {
-        let map = area.map.lock();
-        (
-            map.nr_pages(),
-            map.primary_used(),
-            map.secondary_lent(),
-            map.releasing(),
-            map.retired(),
-        )
-    };
-    let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
-    let snapshot = bindings::gcma_stats {
-        total_pages: total as u64,
-        // Retired pages are primary-owned and releasing in the map, but
-        // nobody's.
-        primary_used_pages: used.saturating_sub(retired) as u64,
-        secondary_lent_pages: lent as u64,
-        alloc_success: get(&area.alloc_success),
-        alloc_fail: get(&area.alloc_fail),
-        discarded_pages: get(&area.discarded),
-        released: get(&area.released),
-        release_pending_pages: releasing.saturating_sub(retired) as u64,
-        hwpoisoned_pages: retired as u64,
-    };
-    // SAFETY: guaranteed by the caller.
-    unsafe { st.write(snapshot) };
 }

@@ -302,7 +302,7 @@ EXPORT_SYMBOL_GPL(gcma_area_by_name);
  * An area must lie in one zone, as CMA requires of its areas: the pfn
  * walkers of the page allocator (compaction, isolation, hotplug) take a
  * pageblock to be in one zone, and an area's pageblocks are isolated as a
- * whole (gcma_area_attach()).  A fixed base may put it across a zone or a
+ * whole (kernel::mm::frames).  A fixed base may put it across a zone or a
  * node boundary, which memblock cannot tell at reservation: refuse such an
  * area now, and give its memory to the page allocator.
  */

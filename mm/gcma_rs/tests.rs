@@ -188,9 +188,82 @@ fn area_map_edges() -> Result {
     Ok(())
 }
 
+/// `PendingBits` (the free path's queue) under a race: setters mark the
+/// pages of their own regions in runs of random length, crossing word
+/// boundaries and the partial last word, while the taker takes runs.
+/// Every page must be taken exactly once, each pass's runs must be in
+/// order and maximal (never adjacent), and nothing may be left.
+fn pending_bits_race() -> Result {
+    use crate::pending::PendingBits;
+    use kernel::{delay, kunit::suite::spawn_workers, sync::Arc};
+
+    const PAGES: usize = 1000;
+    const WORKERS: usize = 3;
+    let bits = Arc::new(PendingBits::new(PAGES)?, GFP_KERNEL)?;
+    let mut taken = KVec::from_elem(0u8, PAGES, GFP_KERNEL)?;
+    let take = |bits: &PendingBits, taken: &mut KVec<u8>| -> Result {
+        let mut last_end: Option<usize> = None;
+        let mut bad = false;
+        bits.take_runs(|start, n| {
+            // In order, and not adjacent to the previous run.
+            bad |= n == 0 || last_end.is_some_and(|e| start <= e);
+            last_end = Some(start + n);
+            for t in &mut taken[start..(start + n).min(PAGES)] {
+                *t = t.saturating_add(1);
+            }
+        });
+        kunit_expect!(!bad, "runs out of order, adjacent or empty");
+        Ok(())
+    };
+    // SAFETY: KUnit runs cases in process context, with no atomic
+    // section active.
+    let ctx = unsafe { delay::MaySleep::new() };
+    {
+        let workers = spawn_workers(&ctx, WORKERS, |w| {
+            let bits = bits.clone();
+            move || {
+                let (lo, hi) = (w * PAGES / WORKERS, (w + 1) * PAGES / WORKERS);
+                let mut rng = Rng::new(0xb175_0000 + w as u64);
+                let mut p = lo;
+                while p < hi {
+                    let n = (1 + rng.below(100)).min(hi - p);
+                    bits.set(p, n);
+                    p += n;
+                    kernel::processor::cpu_relax();
+                }
+            }
+        });
+        kunit_expect_eq!(workers.started(), WORKERS);
+        for _ in 0..200 {
+            take(&bits, &mut taken)?;
+            delay::cond_resched(&ctx);
+        }
+    }
+    // The workers are done: what is left comes out now.
+    take(&bits, &mut taken)?;
+    take(&bits, &mut taken)?;
+    let wrong = taken.iter().filter(|&&t| t != 1).count();
+    kunit_expect_eq!(wrong, 0);
+    kunit_expect!(
+        !bits.maybe_any() || {
+            let mut any = false;
+            bits.take_runs(|_, _| any = true);
+            !any
+        }
+    );
+    // Clipping: a run past the end sets only the pages inside.
+    bits.set(PAGES - 3, 10);
+    let mut runs = KVec::new();
+    bits.take_runs(|s, n| {
+        let _ = runs.push((s, n), GFP_KERNEL);
+    });
+    kunit_expect_eq!(&runs[..], &[(PAGES - 3, 3)][..]);
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "gcma_area_map",
-    cases: [area_map_matches_model, area_map_edges],
+    cases: [area_map_matches_model, area_map_edges, pending_bits_race],
 }
 
 /// The areas in service, through the C entry points.

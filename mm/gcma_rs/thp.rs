@@ -220,11 +220,7 @@ pub(crate) fn alloc(
     let local = usable().filter(|&a| on_node(a));
     let remote = usable().filter(|&a| !on_node(a));
     for area in Iterator::chain(local, remote) {
-        // SAFETY: `area.c` is the static descriptor of an area in service;
-        // any count, alignment and flags are accepted.
-        let page = unsafe {
-            bindings::gcma_alloc_gfp_noprof(area.c.as_ptr(), 1 << PMD_ORDER, PMD_ORDER, gfp)
-        };
+        let page = area.alloc_pages(1 << PMD_ORDER, PMD_ORDER, gfp);
         if !page.is_null() {
             ok.fetch_add(1, Ordering::Relaxed);
             return page;

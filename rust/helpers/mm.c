@@ -10,10 +10,14 @@
 #include <linux/minmax.h>
 #include <linux/mmzone.h>
 #include <linux/nodemask.h>
+#include <linux/page-isolation.h>
+#include <linux/pgalloc_tag.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/smp.h>
 #include <linux/topology.h>
+
+#include "../../mm/internal.h"
 
 struct page *rust_helper_alloc_pages_node(int nid, gfp_t gfp_mask,
 					  unsigned int order)
@@ -335,4 +339,179 @@ bool rust_helper_rsmm_page_snapshot(unsigned long pfn, const struct zone *zone,
 		   (test_bit(PG_lru, &head->flags) || __PageMovable(head) ||
 		    PageHuge(head));
 	return true;
+}
+
+/*
+ * Page frames owned by an allocator of their own (kernel::mm::frames): the
+ * page allocator's allocation and free steps, which mm/internal.h declares
+ * for the allocators inside mm/.
+ */
+
+void rust_helper_rsmm_post_alloc_hook(struct page *page, unsigned int order,
+				      gfp_t gfp)
+{
+	post_alloc_hook(page, order, gfp);
+}
+
+bool rust_helper_rsmm_free_pages_prepare(struct page *page, unsigned int order)
+{
+	return free_pages_prepare(page, order);
+}
+
+void rust_helper_rsmm_prep_compound_page(struct page *page, unsigned int order)
+{
+	prep_compound_page(page, order);
+}
+
+void rust_helper_rsmm_set_page_refcounted(struct page *page)
+{
+	set_page_refcounted(page);
+}
+
+void rust_helper_rsmm_set_page_count(struct page *page, int v)
+{
+	set_page_count(page, v);
+}
+
+int rust_helper_rsmm_page_ref_count(const struct page *page)
+{
+	return page_ref_count(page);
+}
+
+bool rust_helper_rsmm_put_page_testzero(struct page *page)
+{
+	return put_page_testzero(page);
+}
+
+void rust_helper_rsmm_put_page(struct page *page)
+{
+	put_page(page);
+}
+
+void rust_helper_rsmm_clear_page_reserved(struct page *page)
+{
+	ClearPageReserved(page);
+}
+
+void rust_helper_rsmm_clear_page_tag_ref(struct page *page)
+{
+	clear_page_tag_ref(page);
+}
+
+void rust_helper_rsmm_pgalloc_tag_sub(struct page *page, unsigned int nr)
+{
+	pgalloc_tag_sub(page, nr);
+}
+
+void rust_helper_rsmm_pgalloc_tag_add_current(struct page *page, unsigned int nr)
+{
+	pgalloc_tag_add(page, current, nr);
+}
+
+bool rust_helper_rsmm_mem_alloc_profiling_enabled(void)
+{
+	return mem_alloc_profiling_enabled();
+}
+
+bool rust_helper_rsmm_check_pages_enabled(void)
+{
+	return static_branch_unlikely(&check_pages_enabled);
+}
+
+int rust_helper_rsmm_page_mapcount_raw(const struct page *page)
+{
+	return atomic_read(&page->_mapcount);
+}
+
+bool rust_helper_rsmm_page_has_mapping(const struct page *page)
+{
+	return page->mapping;
+}
+
+bool rust_helper_rsmm_page_has_memcg_data(const struct page *page)
+{
+#ifdef CONFIG_MEMCG
+	return page->memcg_data;
+#else
+	return false;
+#endif
+}
+
+bool rust_helper_rsmm_page_flags_checked_at_prep(const struct page *page)
+{
+	return page->flags & PAGE_FLAGS_CHECK_AT_PREP;
+}
+
+bool rust_helper_rsmm_want_init_on_alloc(gfp_t gfp)
+{
+	return want_init_on_alloc(gfp);
+}
+
+bool rust_helper_rsmm_want_init_on_free(void)
+{
+	return want_init_on_free();
+}
+
+void rust_helper_rsmm_clear_highpage(struct page *page)
+{
+	clear_highpage(page);
+}
+
+bool rust_helper_rsmm_page_head(const struct page *page)
+{
+	return PageHead(page);
+}
+
+bool rust_helper_rsmm_page_tail(const struct page *page)
+{
+	return PageTail(page);
+}
+
+bool rust_helper_rsmm_page_compound(const struct page *page)
+{
+	return PageCompound(page);
+}
+
+unsigned long rust_helper_rsmm_compound_nr(struct page *page)
+{
+	return compound_nr(page);
+}
+
+unsigned long rust_helper_rsmm_page_private(const struct page *page)
+{
+	return page_private(page);
+}
+
+void rust_helper_rsmm_set_page_private(struct page *page, unsigned long v)
+{
+	set_page_private(page, v);
+}
+
+struct zone *rust_helper_rsmm_page_zone(const struct page *page)
+{
+	return page_zone(page);
+}
+
+unsigned long rust_helper_rsmm_zone_lock_irqsave(struct zone *zone)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(&zone->lock, flags);
+	return flags;
+}
+
+void rust_helper_rsmm_zone_unlock_irqrestore(struct zone *zone,
+					     unsigned long flags)
+{
+	spin_unlock_irqrestore(&zone->lock, flags);
+}
+
+void rust_helper_rsmm_set_pageblock_migratetype(struct page *page, int mt)
+{
+	set_pageblock_migratetype(page, mt);
+}
+
+bool rust_helper_rsmm_in_task(void)
+{
+	return in_task();
 }

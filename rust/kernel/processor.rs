@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Processor-level helpers for spin-wait loops and CPU identification.
+//! Processor-level helpers for spin-wait loops, CPU identification, the
+//! CPU-local clock and the execution context.
 
 use crate::bindings;
 
@@ -41,6 +42,39 @@ pub fn current_cpu_hint() -> u32 {
 pub fn nr_cpu_ids() -> u32 {
     // SAFETY: FFI call without preconditions.
     unsafe { bindings::rust_nr_cpu_ids() }
+}
+
+/// Returns the time in nanoseconds by the CPU-local clock (`local_clock()`):
+/// cheap on every machine, where `ktime_get_ns()` may read a slow
+/// clocksource such as the HPET, and monotonic on one CPU.  Two readings on
+/// different CPUs may be slightly out of order.
+///
+/// # Examples
+///
+/// ```
+/// let t0 = kernel::processor::local_clock_ns();
+/// let t1 = kernel::processor::local_clock_ns();
+/// let _elapsed = t1.saturating_sub(t0);
+/// ```
+#[inline]
+pub fn local_clock_ns() -> u64 {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rsmm_local_clock() }
+}
+
+/// Whether the CPU runs in task context (`in_task()`): not in hard or soft
+/// interrupt context, nor in an NMI.
+///
+/// # Examples
+///
+/// ```
+/// // Doctests run from a KUnit test's kthread.
+/// assert!(kernel::processor::in_task());
+/// ```
+#[inline]
+pub fn in_task() -> bool {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rsmm_in_task() }
 }
 
 /// Size of the cache lines [`CacheAligned`] pads to: 64 bytes, the line of

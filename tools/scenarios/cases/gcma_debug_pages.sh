@@ -55,12 +55,12 @@ sync
 exec 3</mnt/ext2/f
 reclaim_until_stored $CG/files 256 >/dev/null
 check stored expect_ge "$(read_counter $F/stored_pages)" 256
-check lent_counted expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_lend_page( |$)')" $(($(read_counter $F/held_pages) * 4096))
+check lent_counted expect_eq "$(bytes 'mm/gcma_rs/area.c:[0-9]+ func:gcma_lend_tag_enter( |$)')" $(($(read_counter $F/held_pages) * 4096))
 check every_byte cmp /tmp/src /mnt/ext2/f
 # An allocation takes the lent pages over: counted as its own.
 echo 4096 > $C/alloc
 check lent_handed_over expect_eq "$(bytes 'func:gcma_alloc_gfp( |$)')" $((4096 * 4096))
-check none_lent_now expect_eq "$(bytes 'func:gcma_lend_page( |$)')" "$(($(read_counter $F/held_pages) * 4096))"
+check none_lent_now expect_eq "$(bytes 'func:gcma_lend_tag_enter( |$)')" "$(($(read_counter $F/held_pages) * 4096))"
 echo 4096 > $C/free
 exec 3<&-
 umount /mnt/ext2
