@@ -27,6 +27,8 @@
 //!
 //! - [`node_lock`]: the per-node lock words, sized at run time from
 //!   `nr_node_ids`;
+//! - `global`: the global locks, taken with their rank as the lockdep
+//!   subclass or all at once by an uncontended update;
 //! - [`list`]: the RCX sorted list of `u64` keys;
 //! - [`hash`]: the RCX hash table, whose buckets are RCX lists;
 //! - [`baseline`]: RCU list and hash table with spinlocked updaters, the
@@ -47,16 +49,17 @@ use core::{
     sync::atomic::{AtomicU64, Ordering},
 };
 use kernel::{
-    bindings,
     mm::numa::{self, NodeId},
     prelude::*,
     processor::{cpu_relax, current_cpu_hint},
-    types::Opaque,
 };
 
+use global::GlobalGuard;
+pub(crate) use global::{GlobalLock, GlobalSet};
 use node_lock::{CacheAligned, NodeLocks, NodeWords};
 
 pub mod baseline;
+mod global;
 pub mod hash;
 pub mod list;
 pub mod node_lock;
@@ -122,125 +125,6 @@ impl<const N: usize> ItemCount<N> {
 pub fn htm_available() -> bool {
     // SAFETY: reads a boot CPU feature bit; no precondition.
     unsafe { ffi::rcx_htm_available() }
-}
-
-/// A global spinlock of an item (a `spinlock_t`).
-///
-/// Not a `kernel::sync::SpinLock`: an update holds up to [`MAX_ITEMS`] of
-/// these locks at once, all of one lockdep class, taken in address order,
-/// so each acquisition needs its rank as the lockdep subclass
-/// (`spin_lock_nested()`).  The kernel crate's `SpinLock` has no nested
-/// acquisition, and a lock class key per lock cannot stand in for it: an
-/// item's rank differs from one update to the next.  The C glue in
-/// `lock.c` therefore takes the lock; [`GlobalGuard`] releases it.
-///
-/// # Invariants
-///
-/// The lock has been initialised by [`GlobalLock::init`] at its current
-/// address before any call to [`GlobalLock::lock`] (the owners of a
-/// `GlobalLock` never hand out a reference before that), and never moves
-/// afterwards.
-pub(crate) struct GlobalLock(Opaque<bindings::spinlock_t>);
-
-// SAFETY: a `spinlock_t` exists to be taken and released by any CPU; a
-// `GlobalLock` offers nothing but that (its unsafe `init` runs before it is
-// shared).  Moving one to another thread is moving its bytes, which the
-// invariants allow only before `init`, the same on every thread.
-unsafe impl Send for GlobalLock {}
-// SAFETY: see above; `lock` and the guard's release synchronise in C.
-unsafe impl Sync for GlobalLock {}
-
-impl GlobalLock {
-    /// An uninitialised lock, to be placed at its final address.
-    pub(crate) const fn uninit() -> Self {
-        Self(Opaque::uninit())
-    }
-
-    /// Initialises the lock.
-    ///
-    /// # Safety
-    ///
-    /// Called once, at the lock's final address, before any other use.
-    pub(crate) unsafe fn init(&self) {
-        // SAFETY: the pointer is valid; by the caller's guarantee nobody
-        // uses the lock yet.
-        unsafe { ffi::rcx_lock_init(self.0.get()) }
-    }
-
-    /// Takes the lock until the returned guard is dropped; `rank` is its
-    /// rank among the locks the caller holds together, the lockdep
-    /// subclass (ranks of [`MAX_ITEMS`] and above share the last one).
-    pub(crate) fn lock(&self, rank: usize) -> GlobalGuard<'_> {
-        let subclass = rank.min(MAX_ITEMS - 1) as c_uint;
-        // SAFETY: by the type invariants the lock is initialised.
-        unsafe { ffi::rcx_lock(self.0.get(), subclass) };
-        // INVARIANT: the lock was just taken; the guard releases it.
-        GlobalGuard(self)
-    }
-}
-
-/// The global locks of an uncontended update, all taken by one call and
-/// released together when dropped.
-///
-/// # Invariants
-///
-/// The first `n` entries of `locks` are distinct initialised
-/// [`GlobalLock`]s that live for `'a`, all held for this guard; `n` is at
-/// most [`MAX_ITEMS`].
-pub(crate) struct GlobalSet<'a> {
-    locks: [*mut bindings::spinlock_t; MAX_ITEMS],
-    n: usize,
-    _locks: core::marker::PhantomData<&'a GlobalLock>,
-}
-
-impl<'a> GlobalSet<'a> {
-    /// Takes every lock of `locks` (distinct, at most [`MAX_ITEMS`]) if
-    /// they are all free, without waiting; `None`, holding none of them,
-    /// otherwise.
-    pub(crate) fn try_lock(locks: &[&'a GlobalLock]) -> Option<Self> {
-        let n = locks.len().min(MAX_ITEMS);
-        // Element by element rather than by filling and copying a prefix
-        // of variable length, which compiles to calls of `memset` and
-        // `memcpy` on every update.
-        let ptrs: [*mut bindings::spinlock_t; MAX_ITEMS] =
-            core::array::from_fn(|i| locks.get(i).map_or(core::ptr::null_mut(), |l| l.0.get()));
-        // SAFETY: the first `n` entries are initialised locks (type
-        // invariants of `GlobalLock`) that outlive the call.  Distinct:
-        // a lock named twice would only fail its second trylock.
-        if unsafe { ffi::rcx_trylock_all(ptrs.as_ptr(), n as c_uint) } {
-            // INVARIANT: all `n` were just taken, and live for `'a`.
-            Some(Self {
-                locks: ptrs,
-                n,
-                _locks: core::marker::PhantomData,
-            })
-        } else {
-            None
-        }
-    }
-}
-
-impl Drop for GlobalSet<'_> {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariants the first `n` locks are held for
-        // this guard, which releases them once.
-        unsafe { ffi::rcx_unlock_all(self.locks.as_ptr(), self.n as c_uint) }
-    }
-}
-
-/// A held [`GlobalLock`], released when dropped.
-///
-/// # Invariants
-///
-/// The lock is held, taken by [`GlobalLock::lock`] for this guard.
-pub(crate) struct GlobalGuard<'a>(&'a GlobalLock);
-
-impl Drop for GlobalGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariant the lock is initialised and held
-        // for this guard, which releases it once.
-        unsafe { ffi::rcx_unlock(self.0 .0.get()) }
-    }
 }
 
 /// The lock state of one item on its own: one lock word per node (each on
