@@ -6,7 +6,7 @@
 //! released together ([`GlobalSet`]).
 
 use core::ffi::c_uint;
-use kernel::{bindings, types::Opaque};
+use kernel::{bindings, prelude::*, types::Opaque};
 
 use crate::{ffi, MAX_ITEMS};
 
@@ -22,35 +22,32 @@ use crate::{ffi, MAX_ITEMS};
 ///
 /// # Invariants
 ///
-/// The lock has been initialised by [`GlobalLock::init`] at its current
-/// address before any call to [`GlobalLock::lock`] (the owners of a
-/// `GlobalLock` never hand out a reference before that), and never moves
-/// afterwards.
-pub(crate) struct GlobalLock(Opaque<bindings::spinlock_t>);
+/// `inner` was initialised by `rcx_lock_init()` in the initialiser of
+/// [`GlobalLock::new`], at the address it has.  A `GlobalLock` is only
+/// ever made in place by that initialiser and is `!Unpin` (through
+/// [`Opaque`]): it never moves while it exists.
+#[pin_data]
+pub(crate) struct GlobalLock {
+    #[pin]
+    inner: Opaque<bindings::spinlock_t>,
+}
 
-// SAFETY: a `spinlock_t` exists to be taken and released by any CPU; a
-// `GlobalLock` offers nothing but that (its unsafe `init` runs before it is
-// shared).  Moving one to another thread is moving its bytes, which the
-// invariants allow only before `init`, the same on every thread.
+// SAFETY: a `spinlock_t` exists to be taken and released by any CPU, and a
+// `GlobalLock` offers nothing but that.  Sending the owner of one (a box,
+// a vector) to another thread does not move the lock, which is pinned.
 unsafe impl Send for GlobalLock {}
 // SAFETY: see above; `lock` and the guard's release synchronise in C.
 unsafe impl Sync for GlobalLock {}
 
 impl GlobalLock {
-    /// An uninitialised lock, to be placed at its final address.
-    pub(crate) const fn uninit() -> Self {
-        Self(Opaque::uninit())
-    }
-
-    /// Initialises the lock.
-    ///
-    /// # Safety
-    ///
-    /// Called once, at the lock's final address, before any other use.
-    pub(crate) unsafe fn init(&self) {
-        // SAFETY: the pointer is valid; by the caller's guarantee nobody
-        // uses the lock yet.
-        unsafe { ffi::rcx_lock_init(self.0.get()) }
+    /// Returns an initialiser of a lock, to run in place at the lock's
+    /// final address (`KBox::pin_init`, `pin_init!` of an owner, ...).
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `slot` is valid for writes and pinned: the lock is
+            // initialised at its final address, before anyone can use it.
+            inner <- Opaque::ffi_init(|slot| unsafe { ffi::rcx_lock_init(slot) }),
+        })
     }
 
     /// Takes the lock until the returned guard is dropped; `rank` is its
@@ -59,7 +56,7 @@ impl GlobalLock {
     pub(crate) fn lock(&self, rank: usize) -> GlobalGuard<'_> {
         let subclass = rank.min(MAX_ITEMS - 1) as c_uint;
         // SAFETY: by the type invariants the lock is initialised.
-        unsafe { ffi::rcx_lock(self.0.get(), subclass) };
+        unsafe { ffi::rcx_lock(self.inner.get(), subclass) };
         // INVARIANT: the lock was just taken; the guard releases it.
         GlobalGuard(self)
     }
@@ -88,8 +85,11 @@ impl<'a> GlobalSet<'a> {
         // Element by element rather than by filling and copying a prefix
         // of variable length, which compiles to calls of `memset` and
         // `memcpy` on every update.
-        let ptrs: [*mut bindings::spinlock_t; MAX_ITEMS] =
-            core::array::from_fn(|i| locks.get(i).map_or(core::ptr::null_mut(), |l| l.0.get()));
+        let ptrs: [*mut bindings::spinlock_t; MAX_ITEMS] = core::array::from_fn(|i| {
+            locks
+                .get(i)
+                .map_or(core::ptr::null_mut(), |l| l.inner.get())
+        });
         // SAFETY: the first `n` entries are initialised locks (type
         // invariants of `GlobalLock`) that outlive the call.  Distinct:
         // a lock named twice would only fail its second trylock.
@@ -125,6 +125,6 @@ impl Drop for GlobalGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: by the type invariant the lock is initialised and held
         // for this guard, which releases it once.
-        unsafe { ffi::rcx_unlock(self.0 .0.get()) }
+        unsafe { ffi::rcx_unlock(self.0.inner.get()) }
     }
 }

@@ -131,33 +131,26 @@ pub fn htm_available() -> bool {
 /// its own cache line) and the global lock (on its own line).  An [`Rcx`]
 /// keeps the same state for its slots in two packed arrays; tests build
 /// `Header`s to name in updates of their own.
+#[pin_data]
 pub struct Header {
     locks: NodeLocks,
+    #[pin]
     global: CacheAligned<GlobalLock>,
 }
 
 impl Header {
-    /// Returns a header whose global lock still needs [`Header::init`].
-    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Self> {
-        Ok(Self {
+    /// Returns an initialiser of a header, to run at its final address
+    /// (`KBox::pin_init`, `Arc::pin_init`); `ENOMEM` if the node words
+    /// cannot be allocated with `flags`.
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             locks: NodeLocks::new(flags)?,
-            global: CacheAligned(GlobalLock::uninit()),
-        })
-    }
-
-    /// Initialises the global lock.
-    ///
-    /// # Safety
-    ///
-    /// Called once, at the header's final address, before any update
-    /// names the item.
-    pub(crate) unsafe fn init(&self) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.global.0.init() }
+            global <- CacheAligned::pin_init(GlobalLock::new()),
+        }? Error)
     }
 
     /// Returns the view [`Rcx::attempt`] takes.
-    pub(crate) fn as_ref(&self) -> HeaderRef<'_> {
+    pub(crate) fn view(&self) -> HeaderRef<'_> {
         HeaderRef {
             locks: self.locks.words(),
             global: &self.global.0,
@@ -245,9 +238,10 @@ pub(crate) enum Attempt {
 ///
 /// # Invariants
 ///
-/// `globals` holds a power of two of locks, one per slot, each initialised
-/// by [`GlobalLock::init`] at its address in the vector's buffer, and the
-/// vector never grows (its buffer, and so every lock, never moves).
+/// `globals` holds a power of two of locks, one per slot, each
+/// initialised in place in the vector's buffer by [`global_locks`], and
+/// the vector is never grown, shrunk or moved out of (its buffer, and so
+/// every lock, never moves: the locks are pinned).
 /// `words` holds `nodes` node words per slot, from
 /// [`node_lock::alloc_slot_words`], and `nodes` is `nr_node_ids`.
 ///
@@ -270,6 +264,32 @@ pub struct Rcx {
     fallbacks: AtomicU64,
     /// State of the abort injection of the emulation.
     rng: AtomicU64,
+}
+
+/// Returns a vector of `n` global locks, each on cache lines of its own,
+/// initialised in place in the vector's buffer (`ENOMEM` if it cannot be
+/// allocated).
+///
+/// # Safety
+///
+/// The locks are pinned: the caller must not grow or shrink the vector or
+/// move its elements until it drops it.
+unsafe fn global_locks(n: usize) -> Result<KVec<CacheAligned<GlobalLock>>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for slot in v.spare_capacity_mut().get_mut(..n).ok_or(ENOMEM)? {
+        let init = CacheAligned::pin_init(GlobalLock::new());
+        // SAFETY: `slot` is valid for writes and uninitialised, and it
+        // stays where it is until the vector drops it in place: by the
+        // caller's guarantee nothing moves the vector's elements.
+        match unsafe { init.__pinned_init(slot.as_mut_ptr()) } {
+            Ok(()) => {}
+            Err(never) => match never {},
+        }
+    }
+    // SAFETY: the capacity is at least `n`, and the first `n` elements
+    // were initialised above.
+    unsafe { v.set_len(n) };
+    Ok(v)
 }
 
 /// Disables preemption while it lives.
@@ -309,16 +329,9 @@ impl Rcx {
             Mode::Auto | Mode::Fallback => Path::Fallback,
             Mode::Emulated { abort_one_in } => Path::Emulated(abort_one_in),
         };
-        let mut globals = KVec::with_capacity(nr_slots, GFP_KERNEL)?;
-        for _ in 0..nr_slots {
-            // Within the capacity: the buffer does not move.
-            globals.push(CacheAligned(GlobalLock::uninit()), GFP_KERNEL)?;
-        }
-        for g in globals.iter() {
-            // SAFETY: every lock is at its final address (the vector is
-            // full and never grows again) and nobody has seen it yet.
-            unsafe { g.0.init() };
-        }
+        // SAFETY: the vector becomes `Self::globals`, which nothing grows,
+        // shrinks or moves out of (type invariants).
+        let globals = unsafe { global_locks(nr_slots)? };
         let words = node_lock::alloc_slot_words(nr_slots, GFP_KERNEL)?;
         // INVARIANT: a power of two of locks, initialised in place, and
         // the words of as many slots.

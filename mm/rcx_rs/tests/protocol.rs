@@ -88,27 +88,21 @@ pub(super) fn item_layout() -> Result {
 /// are counted as capacity/other.
 pub(super) fn emulated_txn_outcomes() -> Result {
     let rcx = Rcx::new(Mode::Emulated { abort_one_in: 0 })?;
-    let a = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
-    let b = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
-    // SAFETY: the headers are at their final addresses, in their boxes,
-    // and not used yet.
-    unsafe {
-        a.init();
-        b.init();
-    }
+    let a = KBox::pin_init(Header::new(GFP_KERNEL), GFP_KERNEL)?;
+    let b = KBox::pin_init(Header::new(GFP_KERNEL), GFP_KERNEL)?;
     let node = numa::current_node();
     kunit_expect_eq!(b.node_locks().try_lock(node, 99), Ok(()));
-    kunit_expect!(!rcx.emulated_txn(&[a.as_ref(), b.as_ref()], node, 1, 0));
+    kunit_expect!(!rcx.emulated_txn(&[a.view(), b.view()], node, 1, 0));
     kunit_expect_eq!(a.node_locks().holder(node), None);
     kunit_expect_eq!(b.node_locks().holder(node), Some(99));
     kunit_expect_eq!(b.node_locks().unlock(node, 99), Ok(()));
-    kunit_expect!(rcx.emulated_txn(&[a.as_ref(), b.as_ref()], node, 1, 0));
+    kunit_expect!(rcx.emulated_txn(&[a.view(), b.view()], node, 1, 0));
     kunit_expect_eq!(a.node_locks().holder(node), Some(1));
     kunit_expect_eq!(b.node_locks().holder(node), Some(1));
     kunit_expect_eq!(a.node_locks().unlock(node, 1), Ok(()));
     kunit_expect_eq!(b.node_locks().unlock(node, 1), Ok(()));
     // One in one: every attempt aborts.
-    kunit_expect!(!rcx.emulated_txn(&[a.as_ref()], node, 1, 1));
+    kunit_expect!(!rcx.emulated_txn(&[a.view()], node, 1, 1));
     kunit_expect_eq!(a.node_locks().holder(node), None);
     let st = rcx.stats();
     kunit_expect_eq!(
@@ -119,13 +113,10 @@ pub(super) fn emulated_txn_outcomes() -> Result {
 }
 
 /// Returns `MAX_ITEMS` initialised headers, each in a box of its own.
-fn boxed_headers() -> Result<KVec<KBox<Header>>> {
+fn boxed_headers() -> Result<KVec<Pin<KBox<Header>>>> {
     let mut hs = KVec::new();
     for _ in 0..crate::MAX_ITEMS {
-        let h = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
-        // SAFETY: the header is at its final address, in its box (moving
-        // the box does not move it), and not used yet.
-        unsafe { h.init() };
+        let h = KBox::pin_init(Header::new(GFP_KERNEL), GFP_KERNEL)?;
         hs.push(h, GFP_KERNEL)?;
     }
     Ok(hs)
@@ -140,7 +131,7 @@ pub(super) fn attempt_holds_named_items() -> Result {
     let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
     // Inside an attempt preemption is off: the current node is the one
     // the attempt locked for.
-    let held = |items: &[&KBox<Header>]| {
+    let held = |items: &[&Pin<KBox<Header>>]| {
         let node = numa::current_node();
         items.iter().all(|h| h.node_locks().holder(node).is_some())
     };
@@ -150,30 +141,27 @@ pub(super) fn attempt_holds_named_items() -> Result {
         Mode::Emulated { abort_one_in: 1 },
     ] {
         let rcx = Rcx::new(mode)?.phase1_always();
-        kunit_expect_eq!(rcx.attempt([a.as_ref()], || held(&[a])), Attempt::Done);
+        kunit_expect_eq!(rcx.attempt([a.view()], || held(&[a])), Attempt::Done);
         // Items that share a slot name its header more than once: it is
         // locked once (twice would wait forever on the updater's own
         // word) and released.
         kunit_expect_eq!(
-            rcx.attempt([a.as_ref(), a.as_ref()], || held(&[a])),
+            rcx.attempt([a.view(), a.view()], || held(&[a])),
             Attempt::Done
         );
         kunit_expect_eq!(
-            rcx.attempt([b.as_ref(), a.as_ref(), b.as_ref()], || held(&[a, b])),
+            rcx.attempt([b.view(), a.view(), b.view()], || held(&[a, b])),
             Attempt::Done
         );
         kunit_expect_eq!(
-            rcx.attempt([b.as_ref(), a.as_ref()], || held(&[a, b])),
+            rcx.attempt([b.view(), a.view()], || held(&[a, b])),
             Attempt::Done
         );
         kunit_expect_eq!(
-            rcx.attempt([c.as_ref(), a.as_ref(), b.as_ref()], || held(&[a, b, c])),
+            rcx.attempt([c.view(), a.view(), b.view()], || held(&[a, b, c])),
             Attempt::Done
         );
-        kunit_expect_eq!(
-            rcx.attempt([a.as_ref(), c.as_ref()], || false),
-            Attempt::Retry
-        );
+        kunit_expect_eq!(rcx.attempt([a.view(), c.view()], || false), Attempt::Retry);
         kunit_expect_eq!(rcx.stats().revalidations, 1);
         for h in hs.iter() {
             for node in NodeId::all() {
@@ -192,9 +180,9 @@ pub(super) fn uncontended_attempt_skips_phase1() -> Result {
     let hs = boxed_headers()?;
     let (a, b, c) = (&hs[0], &hs[1], &hs[2]);
     // A trylock of a lock this CPU holds fails at once.
-    let globals_only = |items: &[&KBox<Header>]| {
+    let globals_only = |items: &[&Pin<KBox<Header>>]| {
         items.iter().all(|h| {
-            let hr = h.as_ref();
+            let hr = h.view();
             NodeId::all().all(|n| hr.locks.holder(n).is_none())
                 && GlobalSet::try_lock(&[hr.global]).is_none()
         })
@@ -203,14 +191,14 @@ pub(super) fn uncontended_attempt_skips_phase1() -> Result {
     for mode in [Mode::Fallback, Mode::Emulated { abort_one_in: 1 }] {
         let rcx = Rcx::new(mode)?;
         kunit_expect_eq!(
-            rcx.attempt([c.as_ref(), a.as_ref(), b.as_ref()], || globals_only(&all)),
+            rcx.attempt([c.view(), a.view(), b.view()], || globals_only(&all)),
             Attempt::Done
         );
         kunit_expect_eq!(
-            rcx.attempt([b.as_ref(), b.as_ref()], || globals_only(&[b])),
+            rcx.attempt([b.view(), b.view()], || globals_only(&[b])),
             Attempt::Done
         );
-        kunit_expect_eq!(rcx.attempt([a.as_ref()], || false), Attempt::Retry);
+        kunit_expect_eq!(rcx.attempt([a.view()], || false), Attempt::Retry);
         // No transaction ran, so none aborted, even one in one.
         kunit_expect_eq!(
             rcx.stats(),
@@ -221,7 +209,7 @@ pub(super) fn uncontended_attempt_skips_phase1() -> Result {
         );
         // Everything was released: the locks can be taken again.
         for h in hs.iter() {
-            kunit_expect!(GlobalSet::try_lock(&[h.as_ref().global]).is_some());
+            kunit_expect!(GlobalSet::try_lock(&[h.view().global]).is_some());
         }
     }
     Ok(())
@@ -231,13 +219,10 @@ pub(super) fn uncontended_attempt_skips_phase1() -> Result {
 /// every rank (ranks past `MAX_ITEMS` share the last subclass), neither
 /// deadlocks nor makes lockdep complain.
 pub(super) fn global_guard_releases() -> Result {
-    let h = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
-    // SAFETY: the header is at its final address, in its box, and not
-    // used yet.
-    unsafe { h.init() };
+    let h = KBox::pin_init(Header::new(GFP_KERNEL), GFP_KERNEL)?;
     let mut taken = 0;
     for rank in 0..crate::MAX_ITEMS + 2 {
-        let guard = h.as_ref().global.lock(rank);
+        let guard = h.view().global.lock(rank);
         taken += 1;
         drop(guard);
     }

@@ -171,13 +171,8 @@ fn contended_attempt_takes_phase1() -> Result {
     // SAFETY: a KUnit case runs in process context, with no atomic
     // section active.
     let ctx = unsafe { MaySleep::new() };
-    let a = KBox::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
-    let b = Arc::new(Header::new(GFP_KERNEL)?, GFP_KERNEL)?;
-    // SAFETY: the headers are at their final addresses and not used yet.
-    unsafe {
-        a.init();
-        b.init();
-    }
+    let a = KBox::pin_init(Header::new(GFP_KERNEL), GFP_KERNEL)?;
+    let b = Arc::pin_init(Header::new(GFP_KERNEL), GFP_KERNEL)?;
     // 1: the worker holds the lock; 2: it saw a word and released it;
     // 3: it gave up waiting and released it.
     let state = Arc::new(AtomicUsize::new(0), GFP_KERNEL)?;
@@ -185,7 +180,7 @@ fn contended_attempt_takes_phase1() -> Result {
     let guard = spawn_workers(&ctx, 1, move |_| {
         let (b, state) = (bw.clone(), sw.clone());
         move || {
-            let hr = Header::as_ref(&b);
+            let hr = Header::view(&b);
             let guard = hr.global.lock(0);
             state.store(1, Ordering::Release);
             let t0 = kernel::time::Ktime::ktime_get();
@@ -213,7 +208,7 @@ fn contended_attempt_takes_phase1() -> Result {
     let rcx = Rcx::new(Mode::Fallback)?;
     let words_held = |h: &Header| h.node_locks().holder(numa::current_node()).is_some();
     kunit_expect_eq!(
-        rcx.attempt([a.as_ref(), Header::as_ref(&b)], || {
+        rcx.attempt([a.view(), Header::view(&b)], || {
             words_held(&a) && words_held(&b)
         }),
         Attempt::Done
