@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 TARGETS := help setup prepare kunit host-test scenarios test demo perf-kernel \
-	   patches checkpatch check rustfmt clippy compile-fail clean distclean
+	   patches checkpatch check rustfmt clippy compile-fail rust-analyzer clean distclean
 
 .PHONY: $(TARGETS)
 
@@ -24,6 +24,7 @@ help:
 	@echo "  make prepare     extract/resync the kernel tree in build/linux"
 	@echo "  make patches     export the work as a git-am-able series in out/series"
 	@echo "  make check       rustfmtcheck, CLIPPY=1 build, compile-fail snippets, checkpatch on the series"
+	@echo "  make rust-analyzer  rust-project.json of the KUnit kernel (our crates included), checked"
 	@echo "  make clean       remove build outputs (keeps the extracted tree)"
 	@echo "  make distclean   remove build/ and out/ entirely"
 
@@ -49,6 +50,9 @@ test: setup
 
 perf-kernel: setup
 	@tools/build/perf-kernel.sh
+
+rust-analyzer: setup
+	@tools/build/rust-analyzer.sh
 
 demo: setup
 	@tools/build/demo.sh

@@ -2,7 +2,7 @@
 /*
  * Baselines and kernel services for the Bonsai benchmark.
  *
- * The benchmark itself (bench.rs) is Rust code compiled
+ * The benchmark itself (bench/) is Rust code compiled
  * inside the Bonsai crate.  This file starts it at boot and provides what
  * it compares Bonsai with, both holding non-overlapping [start, end)
  * ranges with an unsigned long value each:

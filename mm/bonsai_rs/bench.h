@@ -2,7 +2,7 @@
 /*
  * The C side of the Bonsai benchmark.
  *
- * bench.rs, the benchmark, is part of the Bonsai crate and calls these
+ * bench/, the benchmark, is part of the Bonsai crate and calls these
  * through bindgen (rust/bindings/bindings_helper.h includes this header);
  * they give it the baselines it is measured against (an rbtree under an
  * rwlock_t and a maple tree in RCU mode) and the kthread, sleep and

@@ -53,10 +53,11 @@ impl Node {
 ///
 /// `head` leads, through ascending keys, to the tail (key [`KEY_LIMIT`],
 /// null link); linked nodes came from `KBox::into_raw` and are owned by the
-/// list; unlinked nodes are freed after a grace period.  `lock` has been
-/// initialised (the list lives in a `KBox` built by [`LockedList::new`]).
+/// list; unlinked nodes are freed after a grace period.
+#[pin_data(PinnedDrop)]
 struct LockedList {
     head: NonNull<Node>,
+    #[pin]
     lock: GlobalLock,
 }
 
@@ -66,7 +67,7 @@ unsafe impl Send for LockedList {}
 unsafe impl Sync for LockedList {}
 
 impl LockedList {
-    fn new() -> Result<KBox<Self>> {
+    fn new() -> Result<Pin<KBox<Self>>> {
         let tail = Node::alloc(KEY_LIMIT, ptr::null_mut())?;
         let head = match Node::alloc(0, tail.as_ptr()) {
             Ok(h) => h,
@@ -76,16 +77,22 @@ impl LockedList {
                 return Err(e);
             }
         };
-        let l = KBox::new(
-            Self {
+        let l = KBox::pin_init(
+            pin_init!(Self {
                 head,
-                lock: GlobalLock::uninit(),
-            },
+                lock <- GlobalLock::new(),
+            }),
             GFP_KERNEL,
-        )?;
-        // SAFETY: the lock is at its final address, in the box, unused.
-        unsafe { l.lock.init() };
-        Ok(l)
+        );
+        if l.is_err() {
+            // SAFETY: from `KBox::into_raw`, never published: no list was
+            // made to own them.
+            unsafe {
+                drop(KBox::from_raw(head.as_ptr()));
+                drop(KBox::from_raw(tail.as_ptr()));
+            }
+        }
+        l
     }
 
     fn node<'g>(p: *mut Node, _guard: &'g rcu::Guard<'_>) -> &'g Node {
@@ -166,8 +173,9 @@ impl LockedList {
     }
 }
 
-impl Drop for LockedList {
-    fn drop(&mut self) {
+#[pinned_drop]
+impl PinnedDrop for LockedList {
+    fn drop(self: Pin<&mut Self>) {
         let mut p = self.head.as_ptr();
         while !p.is_null() {
             // SAFETY: linked nodes are owned by the list (invariants).
@@ -178,7 +186,7 @@ impl Drop for LockedList {
 }
 
 /// An RCU sorted list whose updaters serialise on one global spinlock.
-pub struct RcuList(KBox<LockedList>);
+pub struct RcuList(Pin<KBox<LockedList>>);
 
 impl RcuList {
     /// Returns an empty list.
@@ -204,7 +212,7 @@ impl RcuList {
 
 /// An RCU hash table whose buckets are sorted lists, each with its own
 /// update spinlock.
-pub struct RcuHash(KVec<KBox<LockedList>>);
+pub struct RcuHash(KVec<Pin<KBox<LockedList>>>);
 
 impl RcuHash {
     /// Returns an empty table of `buckets` buckets (at least one).

@@ -7,7 +7,7 @@
  * its rank in that order as the subclass: lockdep then checks the order
  * instead of reporting recursive locking.  The Rust crate's SpinLock has
  * no nested acquisition, hence this glue; a Rust guard (GlobalGuard in
- * rcx.rs) calls rcx_unlock(), so an unheld lock is never released.  An
+ * global.rs) calls rcx_unlock(), so an unheld lock is never released.  An
  * uncontended update tries all its global locks at once instead
  * (rcx_trylock_all(), released by the GlobalSet guard).
  */

@@ -27,6 +27,8 @@
 //!
 //! - [`node_lock`]: the per-node lock words, sized at run time from
 //!   `nr_node_ids`;
+//! - `global`: the global locks, taken with their rank as the lockdep
+//!   subclass or all at once by an uncontended update;
 //! - [`list`]: the RCX sorted list of `u64` keys;
 //! - [`hash`]: the RCX hash table, whose buckets are RCX lists;
 //! - [`baseline`]: RCU list and hash table with spinlocked updaters, the
@@ -47,16 +49,17 @@ use core::{
     sync::atomic::{AtomicU64, Ordering},
 };
 use kernel::{
-    bindings,
     mm::numa::{self, NodeId},
     prelude::*,
     processor::{cpu_relax, current_cpu_hint},
-    types::Opaque,
 };
 
+use global::GlobalGuard;
+pub(crate) use global::{GlobalLock, GlobalSet};
 use node_lock::{CacheAligned, NodeLocks, NodeWords};
 
 pub mod baseline;
+mod global;
 pub mod hash;
 pub mod list;
 pub mod node_lock;
@@ -124,156 +127,30 @@ pub fn htm_available() -> bool {
     unsafe { ffi::rcx_htm_available() }
 }
 
-/// A global spinlock of an item (a `spinlock_t`).
-///
-/// Not a `kernel::sync::SpinLock`: an update holds up to [`MAX_ITEMS`] of
-/// these locks at once, all of one lockdep class, taken in address order,
-/// so each acquisition needs its rank as the lockdep subclass
-/// (`spin_lock_nested()`).  The kernel crate's `SpinLock` has no nested
-/// acquisition, and a lock class key per lock cannot stand in for it: an
-/// item's rank differs from one update to the next.  The C glue in
-/// `lock.c` therefore takes the lock; [`GlobalGuard`] releases it.
-///
-/// # Invariants
-///
-/// The lock has been initialised by [`GlobalLock::init`] at its current
-/// address before any call to [`GlobalLock::lock`] (the owners of a
-/// `GlobalLock` never hand out a reference before that), and never moves
-/// afterwards.
-pub(crate) struct GlobalLock(Opaque<bindings::spinlock_t>);
-
-// SAFETY: a `spinlock_t` exists to be taken and released by any CPU; a
-// `GlobalLock` offers nothing but that (its unsafe `init` runs before it is
-// shared).  Moving one to another thread is moving its bytes, which the
-// invariants allow only before `init`, the same on every thread.
-unsafe impl Send for GlobalLock {}
-// SAFETY: see above; `lock` and the guard's release synchronise in C.
-unsafe impl Sync for GlobalLock {}
-
-impl GlobalLock {
-    /// An uninitialised lock, to be placed at its final address.
-    pub(crate) const fn uninit() -> Self {
-        Self(Opaque::uninit())
-    }
-
-    /// Initialises the lock.
-    ///
-    /// # Safety
-    ///
-    /// Called once, at the lock's final address, before any other use.
-    pub(crate) unsafe fn init(&self) {
-        // SAFETY: the pointer is valid; by the caller's guarantee nobody
-        // uses the lock yet.
-        unsafe { ffi::rcx_lock_init(self.0.get()) }
-    }
-
-    /// Takes the lock until the returned guard is dropped; `rank` is its
-    /// rank among the locks the caller holds together, the lockdep
-    /// subclass (ranks of [`MAX_ITEMS`] and above share the last one).
-    pub(crate) fn lock(&self, rank: usize) -> GlobalGuard<'_> {
-        let subclass = rank.min(MAX_ITEMS - 1) as c_uint;
-        // SAFETY: by the type invariants the lock is initialised.
-        unsafe { ffi::rcx_lock(self.0.get(), subclass) };
-        // INVARIANT: the lock was just taken; the guard releases it.
-        GlobalGuard(self)
-    }
-}
-
-/// The global locks of an uncontended update, all taken by one call and
-/// released together when dropped.
-///
-/// # Invariants
-///
-/// The first `n` entries of `locks` are distinct initialised
-/// [`GlobalLock`]s that live for `'a`, all held for this guard; `n` is at
-/// most [`MAX_ITEMS`].
-pub(crate) struct GlobalSet<'a> {
-    locks: [*mut bindings::spinlock_t; MAX_ITEMS],
-    n: usize,
-    _locks: core::marker::PhantomData<&'a GlobalLock>,
-}
-
-impl<'a> GlobalSet<'a> {
-    /// Takes every lock of `locks` (distinct, at most [`MAX_ITEMS`]) if
-    /// they are all free, without waiting; `None`, holding none of them,
-    /// otherwise.
-    pub(crate) fn try_lock(locks: &[&'a GlobalLock]) -> Option<Self> {
-        let n = locks.len().min(MAX_ITEMS);
-        // Element by element rather than by filling and copying a prefix
-        // of variable length, which compiles to calls of `memset` and
-        // `memcpy` on every update.
-        let ptrs: [*mut bindings::spinlock_t; MAX_ITEMS] =
-            core::array::from_fn(|i| locks.get(i).map_or(core::ptr::null_mut(), |l| l.0.get()));
-        // SAFETY: the first `n` entries are initialised locks (type
-        // invariants of `GlobalLock`) that outlive the call.  Distinct:
-        // a lock named twice would only fail its second trylock.
-        if unsafe { ffi::rcx_trylock_all(ptrs.as_ptr(), n as c_uint) } {
-            // INVARIANT: all `n` were just taken, and live for `'a`.
-            Some(Self {
-                locks: ptrs,
-                n,
-                _locks: core::marker::PhantomData,
-            })
-        } else {
-            None
-        }
-    }
-}
-
-impl Drop for GlobalSet<'_> {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariants the first `n` locks are held for
-        // this guard, which releases them once.
-        unsafe { ffi::rcx_unlock_all(self.locks.as_ptr(), self.n as c_uint) }
-    }
-}
-
-/// A held [`GlobalLock`], released when dropped.
-///
-/// # Invariants
-///
-/// The lock is held, taken by [`GlobalLock::lock`] for this guard.
-pub(crate) struct GlobalGuard<'a>(&'a GlobalLock);
-
-impl Drop for GlobalGuard<'_> {
-    fn drop(&mut self) {
-        // SAFETY: by the type invariant the lock is initialised and held
-        // for this guard, which releases it once.
-        unsafe { ffi::rcx_unlock(self.0 .0.get()) }
-    }
-}
-
 /// The lock state of one item on its own: one lock word per node (each on
 /// its own cache line) and the global lock (on its own line).  An [`Rcx`]
 /// keeps the same state for its slots in two packed arrays; tests build
 /// `Header`s to name in updates of their own.
+#[pin_data]
 pub struct Header {
     locks: NodeLocks,
+    #[pin]
     global: CacheAligned<GlobalLock>,
 }
 
 impl Header {
-    /// Returns a header whose global lock still needs [`Header::init`].
-    pub(crate) fn new(flags: kernel::alloc::Flags) -> Result<Self> {
-        Ok(Self {
+    /// Returns an initialiser of a header, to run at its final address
+    /// (`KBox::pin_init`, `Arc::pin_init`); `ENOMEM` if the node words
+    /// cannot be allocated with `flags`.
+    pub(crate) fn new(flags: kernel::alloc::Flags) -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
             locks: NodeLocks::new(flags)?,
-            global: CacheAligned(GlobalLock::uninit()),
-        })
-    }
-
-    /// Initialises the global lock.
-    ///
-    /// # Safety
-    ///
-    /// Called once, at the header's final address, before any update
-    /// names the item.
-    pub(crate) unsafe fn init(&self) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.global.0.init() }
+            global <- CacheAligned::pin_init(GlobalLock::new()),
+        }? Error)
     }
 
     /// Returns the view [`Rcx::attempt`] takes.
-    pub(crate) fn as_ref(&self) -> HeaderRef<'_> {
+    pub(crate) fn view(&self) -> HeaderRef<'_> {
         HeaderRef {
             locks: self.locks.words(),
             global: &self.global.0,
@@ -361,9 +238,10 @@ pub(crate) enum Attempt {
 ///
 /// # Invariants
 ///
-/// `globals` holds a power of two of locks, one per slot, each initialised
-/// by [`GlobalLock::init`] at its address in the vector's buffer, and the
-/// vector never grows (its buffer, and so every lock, never moves).
+/// `globals` holds a power of two of locks, one per slot, each
+/// initialised in place in the vector's buffer by [`global_locks`], and
+/// the vector is never grown, shrunk or moved out of (its buffer, and so
+/// every lock, never moves: the locks are pinned).
 /// `words` holds `nodes` node words per slot, from
 /// [`node_lock::alloc_slot_words`], and `nodes` is `nr_node_ids`.
 ///
@@ -386,6 +264,32 @@ pub struct Rcx {
     fallbacks: AtomicU64,
     /// State of the abort injection of the emulation.
     rng: AtomicU64,
+}
+
+/// Returns a vector of `n` global locks, each on cache lines of its own,
+/// initialised in place in the vector's buffer (`ENOMEM` if it cannot be
+/// allocated).
+///
+/// # Safety
+///
+/// The locks are pinned: the caller must not grow or shrink the vector or
+/// move its elements until it drops it.
+unsafe fn global_locks(n: usize) -> Result<KVec<CacheAligned<GlobalLock>>> {
+    let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+    for slot in v.spare_capacity_mut().get_mut(..n).ok_or(ENOMEM)? {
+        let init = CacheAligned::pin_init(GlobalLock::new());
+        // SAFETY: `slot` is valid for writes and uninitialised, and it
+        // stays where it is until the vector drops it in place: by the
+        // caller's guarantee nothing moves the vector's elements.
+        match unsafe { init.__pinned_init(slot.as_mut_ptr()) } {
+            Ok(()) => {}
+            Err(never) => match never {},
+        }
+    }
+    // SAFETY: the capacity is at least `n`, and the first `n` elements
+    // were initialised above.
+    unsafe { v.set_len(n) };
+    Ok(v)
 }
 
 /// Disables preemption while it lives.
@@ -425,16 +329,9 @@ impl Rcx {
             Mode::Auto | Mode::Fallback => Path::Fallback,
             Mode::Emulated { abort_one_in } => Path::Emulated(abort_one_in),
         };
-        let mut globals = KVec::with_capacity(nr_slots, GFP_KERNEL)?;
-        for _ in 0..nr_slots {
-            // Within the capacity: the buffer does not move.
-            globals.push(CacheAligned(GlobalLock::uninit()), GFP_KERNEL)?;
-        }
-        for g in globals.iter() {
-            // SAFETY: every lock is at its final address (the vector is
-            // full and never grows again) and nobody has seen it yet.
-            unsafe { g.0.init() };
-        }
+        // SAFETY: the vector becomes `Self::globals`, which nothing grows,
+        // shrinks or moves out of (type invariants).
+        let globals = unsafe { global_locks(nr_slots)? };
         let words = node_lock::alloc_slot_words(nr_slots, GFP_KERNEL)?;
         // INVARIANT: a power of two of locks, initialised in place, and
         // the words of as many slots.

@@ -301,44 +301,71 @@ void rust_helper_rsmm_put_online_mems(void)
 }
 
 /*
- * A racy snapshot of the page at @pfn for a pageblock census of @zone.
- * Returns false if @pfn has no online struct page or the page belongs to
- * another zone.  Otherwise stores in @buddy_order the order of the free
- * buddy block the page heads (-1 if it heads none), in @folio_order the
- * order of the compound page it is part of (0 if none), and whether the
- * page is reserved, whether its compound head has no reference, and
- * whether the head is movable: not slab, and on an LRU list, with
- * movable_ops (__PageMovable) or hugetlb.  Flags are read as bits,
- * without the checks of the PageFoo() accessors: the page may change
- * under us.  Called with get_online_mems() held, so the struct pages
- * stay.
+ * The reads of one page for Zone::page_snapshot(), which makes of them a
+ * racy snapshot of the page: flags are read as bits, without the checks
+ * of the PageFoo() accessors, as the page may change under the reader.
+ * The caller holds get_online_mems(), so the struct pages stay.
  */
-bool rust_helper_rsmm_page_snapshot(unsigned long pfn, const struct zone *zone,
-				    int *buddy_order, unsigned int *folio_order,
-				    bool *reserved, bool *unreferenced,
-				    bool *movable)
+struct page *rust_helper_rsmm_pfn_to_online_page(unsigned long pfn)
 {
-	struct page *page = pfn_to_online_page(pfn);
-	struct page *head;
-	unsigned long order;
+	return pfn_to_online_page(pfn);
+}
 
-	if (!page || page_zone(page) != zone)
-		return false;
-	*buddy_order = -1;
-	if (PageBuddy(page)) {
-		/* Changes under the zone lock: a snapshot, bounded. */
-		order = data_race(READ_ONCE(page_private(page)));
-		*buddy_order = min(order, 255UL);
-	}
-	head = compound_head(page);
-	*folio_order = compound_order(head);
-	*reserved = test_bit(PG_reserved, &page->flags);
-	*unreferenced = !page_ref_count(head);
-	/* A slab's own fields overlay page->mapping: never movable. */
-	*movable = !PageSlab(head) &&
-		   (test_bit(PG_lru, &head->flags) || __PageMovable(head) ||
-		    PageHuge(head));
-	return true;
+struct zone *rust_helper_rsmm_page_zone(const struct page *page)
+{
+	return page_zone(page);
+}
+
+bool rust_helper_rsmm_page_buddy(const struct page *page)
+{
+	return PageBuddy(page);
+}
+
+/* The order of a free buddy block, read at its head. */
+unsigned long rust_helper_rsmm_buddy_order_racy(const struct page *page)
+{
+	/* Changes under the zone lock: a snapshot. */
+	return data_race(READ_ONCE(page_private(page)));
+}
+
+struct page *rust_helper_rsmm_compound_head(struct page *page)
+{
+	return compound_head(page);
+}
+
+unsigned int rust_helper_rsmm_compound_order(struct page *page)
+{
+	return compound_order(page);
+}
+
+bool rust_helper_rsmm_page_reserved_bit(const struct page *page)
+{
+	return test_bit(PG_reserved, &page->flags);
+}
+
+int rust_helper_rsmm_page_ref_count(const struct page *page)
+{
+	return page_ref_count(page);
+}
+
+bool rust_helper_rsmm_page_slab(const struct page *page)
+{
+	return PageSlab(page);
+}
+
+bool rust_helper_rsmm_page_lru_bit(const struct page *page)
+{
+	return test_bit(PG_lru, &page->flags);
+}
+
+bool rust_helper_rsmm_page_movable_ops(const struct page *page)
+{
+	return __PageMovable(page);
+}
+
+bool rust_helper_rsmm_page_huge(const struct page *page)
+{
+	return PageHuge(page);
 }
 
 /*

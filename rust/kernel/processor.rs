@@ -3,7 +3,7 @@
 //! Processor-level helpers for spin-wait loops, CPU identification, the
 //! CPU-local clock and the execution context.
 
-use crate::bindings;
+use crate::{bindings, init, init::PinInit};
 
 /// Tells the CPU the caller is busy-waiting (`PAUSE` on x86), which saves
 /// power and frees resources for the sibling hyperthread.
@@ -104,3 +104,39 @@ crate::static_assert!(CACHE_LINE == bindings::L1_CACHE_BYTES as usize);
 pub struct CacheAligned<T>(pub T);
 
 crate::static_assert!(core::mem::align_of::<CacheAligned<u8>>() == CACHE_LINE);
+
+impl<T> CacheAligned<T> {
+    /// Returns an initialiser of a `CacheAligned<T>` whose value `init`
+    /// initialises in place, for values that must not move once
+    /// initialised (a lock, say).
+    ///
+    /// The value is pinned wherever the `CacheAligned<T>` is: the wrapper
+    /// is `Unpin` only if `T` is, and it has no destructor that could move
+    /// the value out.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use kernel::{new_mutex, processor::{CacheAligned, CACHE_LINE}, sync::Mutex};
+    ///
+    /// let m = KBox::pin_init(CacheAligned::pin_init(new_mutex!(7u32)), GFP_KERNEL)?;
+    /// assert_eq!(*m.0.lock(), 7);
+    /// assert_eq!(&m.0 as *const Mutex<u32> as usize % CACHE_LINE, 0);
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn pin_init<E>(init: impl PinInit<T, E>) -> impl PinInit<Self, E> {
+        let init = move |slot: *mut Self| {
+            // SAFETY: `slot` is valid for writes and will stay pinned
+            // (the contract of the closure below), and so is its only
+            // field: `addr_of_mut!` takes the field's address without
+            // reading the uninitialised value.  On failure `init` leaves
+            // the field uninitialised, which needs no cleanup.
+            unsafe { init.__pinned_init(core::ptr::addr_of_mut!((*slot).0)) }
+        };
+        // SAFETY: on success the closure initialised the only field of
+        // `Self`, whose other bytes are padding, so the whole value is
+        // initialised; on failure it left nothing to clean up.  The field
+        // is pinned along with `Self` (see above), as `init` requires.
+        unsafe { init::pin_init_from_closure(init) }
+    }
+}

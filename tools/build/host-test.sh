@@ -7,6 +7,10 @@
 # CONFIG_RUST_OVERFLOW_CHECKS; the loom models run in release mode with
 # their own target directory (RUSTFLAGS differ); the self-tests of
 # tools/build/tcg-jump-cache.py and tools/scenarios/run.py run last.
+# The crates' build scripts take the kernel's page geometry and options
+# from the configured kernel tree, $RSMM_KERNEL_BUILD or else build/kunit
+# (tools/host/build-support/kernel_config.rs), and warn when they fall
+# back to x86-64's defaults.
 # Prints "host: N passed, N failed" last.
 
 set -uo pipefail

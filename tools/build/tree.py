@@ -198,10 +198,14 @@ def ensure_pristine():
     os.rmdir(tmp)
 
 
-def write_if_changed(dst, data, changed):
+def write_if_changed(dst, data, changed, mode=None):
+    """Writes data to dst unless it holds it already; with mode, also
+    gives dst that mode (a patched kernel script stays executable)."""
     try:
         with open(dst, "rb") as f:
             if f.read() == data:
+                if mode is not None and os.stat(dst).st_mode & 0o777 != mode:
+                    os.chmod(dst, mode)
                 return
     except FileNotFoundError:
         pass
@@ -209,6 +213,8 @@ def write_if_changed(dst, data, changed):
     tmp = dst + ".rsmm-tmp"
     with open(tmp, "wb") as f:
         f.write(data)
+    if mode is not None:
+        os.chmod(tmp, mode)
     os.replace(tmp, dst)
     changed.append(os.path.relpath(dst, KSRC))
 
@@ -218,6 +224,12 @@ def pristine_blob(path):
         return git(["show", "pristine:" + path])
     except TreeError:
         return None
+
+
+def pristine_mode(path):
+    """Permission bits of path in the pristine tree (0o755 or 0o644)."""
+    out = git(["ls-tree", "pristine", "--", path]).decode()
+    return 0o755 if out.startswith("100755") else 0o644
 
 
 def prepare(entries):
@@ -263,7 +275,8 @@ def prepare(entries):
                                     % (p, res.stdout.decode(errors="replace")))
         for rel in patched:
             with open(os.path.join(stage, rel), "rb") as f:
-                write_if_changed(os.path.join(KSRC, rel), f.read(), changed)
+                write_if_changed(os.path.join(KSRC, rel), f.read(), changed,
+                                 pristine_mode(rel))
 
     # Files we owned before but no longer: back to pristine, or gone.
     for rel in sorted(old - set(files) - set(patched)):
@@ -274,7 +287,7 @@ def prepare(entries):
                 os.unlink(dst)
                 changed.append(rel + " (removed)")
         else:
-            write_if_changed(dst, blob, changed)
+            write_if_changed(dst, blob, changed, pristine_mode(rel))
 
     with open(STATE, "w", encoding="utf-8") as f:
         f.write("\n".join(sorted(set(files) | set(patched))) + "\n")

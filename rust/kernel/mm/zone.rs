@@ -40,6 +40,10 @@ use crate::{
 };
 use core::{fmt, marker::PhantomData, ops::Range};
 
+mod snapshot;
+
+pub use snapshot::PageSnapshot;
+
 /// Number of orders the buddy allocator keeps free lists for
 /// (`NR_PAGE_ORDERS`, i.e. `MAX_PAGE_ORDER + 1`).
 pub const NR_PAGE_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
@@ -284,42 +288,6 @@ impl Zone {
             end: pfns.end,
         }
     }
-
-    /// Reads the page at `pfn` (a racy snapshot of its state), or returns
-    /// `None` for a hole: a page frame without an online `struct page`, or
-    /// whose page belongs to another zone.
-    ///
-    /// Any `pfn` may be asked for; `_online` proves that memory hot-remove
-    /// is held off, so that the memory map read stays in place.
-    pub fn page_snapshot(&self, pfn: usize, _online: &OnlineMems) -> Option<PageSnapshot> {
-        let (mut buddy, mut folio) = (-1, 0);
-        let (mut reserved, mut unreferenced, mut movable) = (false, false, false);
-        // SAFETY: any pfn may be passed: the helper reads a `struct page` only
-        // when `pfn_to_online_page()` finds one, and the memory map of an
-        // online pfn is always allocated and initialised (callers hold off
-        // hot-remove with `get_online_mems()`); the fields it reads are plain
-        // words that may change under it, read once each.  A compound head
-        // found from a racy read is a `struct page` of online memory too.  The
-        // zone is valid (type invariant) and the out-pointers are locals.
-        let found = unsafe {
-            bindings::rsmm_page_snapshot(
-                pfn as _,
-                self.as_ptr(),
-                &mut buddy,
-                &mut folio,
-                &mut reserved,
-                &mut unreferenced,
-                &mut movable,
-            )
-        };
-        found.then(|| PageSnapshot {
-            buddy_order: u32::try_from(buddy).ok(),
-            folio_order: folio,
-            reserved,
-            unreferenced,
-            movable,
-        })
-    }
 }
 
 impl fmt::Debug for Zone {
@@ -541,27 +509,6 @@ impl Drop for OnlineMems {
         // SAFETY: pairs with the `get_online_mems()` of `get`.
         unsafe { bindings::rsmm_put_online_mems() };
     }
-}
-
-/// What is read of one page (one racy snapshot of its state), by
-/// [`Zone::page_snapshot`].
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PageSnapshot {
-    /// The order of the free buddy block the page heads (`PageBuddy()`),
-    /// or `None` if it heads none.
-    pub buddy_order: Option<u32>,
-    /// The order of the compound page (folio) it belongs to, 0 if none.
-    pub folio_order: u32,
-    /// `PageReserved()`: boot-time and firmware reservations, the memory
-    /// map, the kernel image.
-    pub reserved: bool,
-    /// The page (its folio's head) has no reference: free, but not in the
-    /// buddy lists (per-cpu lists, pages being freed, free pages of a GCMA
-    /// area or of the hugetlb pool).
-    pub unreferenced: bool,
-    /// The folio can be migrated: not a slab, and on an LRU list, with
-    /// `movable_ops` (`__PageMovable()`), or a hugetlb page.
-    pub movable: bool,
 }
 
 #[cfg(all(CONFIG_KUNIT, CONFIG_RUST_KERNEL_DOCTESTS))]

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! Writer benchmark: the writer of the kernel's isolated-VM benchmark
-//! (`mm/bonsai_rs/bench.rs`) on the host, split into the
+//! (`mm/bonsai_rs/bench/rate.rs`) on the host, split into the
 //! parts an update costs, so that each part's share can be measured (by
 //! time, or by instruction counts under callgrind).
 //!

@@ -91,3 +91,9 @@ pub mod rng;
 
 #[cfg(all(test, not(loom)))]
 mod tests;
+
+/// The constants and options of the kernel this crate mirrors, from the
+/// configured kernel tree when there is one (see `build.rs`).
+pub mod kernel_config {
+    include!(concat!(env!("OUT_DIR"), "/kernel_config.rs"));
+}

@@ -44,3 +44,9 @@ mod tests;
 
 #[cfg(all(test, loom))]
 mod loom_model;
+
+/// The constants and options of the kernel this crate mirrors, from the
+/// configured kernel tree when there is one (see `build.rs`).
+pub mod kernel_config {
+    include!(concat!(env!("OUT_DIR"), "/kernel_config.rs"));
+}

@@ -343,6 +343,27 @@ fn alignment_counts_frame_numbers() {
     }
 }
 
+/// The orders the kernel this tier mirrors asks GCMA for (`kernel_config`,
+/// from the configured kernel tree): every order up to `MAX_PAGE_ORDER`,
+/// and the pageblock and PMD orders, are honoured in frame numbers on an
+/// area that starts off every such boundary.
+#[test]
+fn kernel_orders_are_honoured() {
+    use crate::kernel_config::{MAX_PAGE_ORDER, PAGEBLOCK_ORDER, PAGE_SHIFT, PAGE_SIZE, PMD_ORDER};
+    const _: () = assert!(PAGE_SIZE == 1 << PAGE_SHIFT && PAGEBLOCK_ORDER <= MAX_PAGE_ORDER);
+    let base = 3;
+    let n = 4usize << MAX_PAGE_ORDER.max(PMD_ORDER);
+    for order in (0..=MAX_PAGE_ORDER).chain([PAGEBLOCK_ORDER, PMD_ORDER]) {
+        let mut m = map(n).with_base(base);
+        let mut model = Model::with_base(n, base);
+        let count = 1usize << order;
+        let got = m.alloc_primary(count, order);
+        assert_eq!(got, model.alloc(count, order), "order {order}");
+        let out = got.expect("four blocks of the largest order hold an aligned one");
+        assert_eq!((base + out.start) % count, 0, "order {order}");
+    }
+}
+
 #[test]
 fn bounded_search_resumes_where_it_stopped() {
     // Holes of 4 pages at odd pages: an aligned request of 4 fits each

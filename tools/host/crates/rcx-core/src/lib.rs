@@ -301,3 +301,9 @@ mod tests {
         assert!(items.iter().all(Item::is_free));
     }
 }
+
+/// The constants and options of the kernel this crate mirrors, from the
+/// configured kernel tree when there is one (see `build.rs`).
+pub mod kernel_config {
+    include!(concat!(env!("OUT_DIR"), "/kernel_config.rs"));
+}

@@ -1,253 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Benchmark of the Bonsai tree, run once at boot.
-//!
-//! This file is a module of the Bonsai crate (`mm/bonsai_rs/bonsai.rs`
-//! includes it with `#[path]` when `CONFIG_BONSAI_BENCH` is
-//! set), because a built-in crate cannot be imported by another one.  Its
-//! C side, `bench.c`, calls [`bonsai_bench_run`] from a
-//! late initcall and provides the baselines and kernel services declared
-//! in [`ffi`].  Two tables go to the kernel log, every line prefixed with
-//! `bonsai: bench: `:
-//!
-//! 1. Structure: `N` ranges inserted in random or sequential order, for
-//!    both balance parameter sets, with the nodes allocated, nodes retired
-//!    and rotations per insert, and the height reached next to its bound.
-//! 2. The paper's isolated-VM microbenchmark (section 7.3): about 1,000
-//!    ranges; `R` reader threads look up random addresses (each one inside
-//!    a range, as a page fault's would be) while one writer inserts and
-//!    removes a range for a given share of every millisecond.  Bonsai
-//!    (`RangeTree::with_range`) is compared with an rbtree under an
-//!    `rwlock_t` and with a maple tree in RCU mode, in the same run.
+//! Table 2 of the benchmark: lookups per second per reader next to a
+//! writer with a duty cycle, for Bonsai, the rbtree under an `rwlock_t`
+//! and the maple tree in RCU mode.
 
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use kernel::ffi::{c_int, c_uint, c_ulong, c_void};
 
-use kernel::{delay::MaySleep, prelude::*, processor::cpu_relax, sync::rcu, time::Ktime};
+use kernel::{delay::MaySleep, prelude::*, processor::cpu_relax, sync::rcu};
 
-use crate::{tree, RangeTree};
-
-/// Logs a line of the benchmark: `pr_info!`, or `pr_err!` after `err:`,
-/// with `bench: ` after the crate's `bonsai: ` prefix.
-macro_rules! out {
-    (err: $fmt:literal $($arg:tt)*) => {
-        pr_err!(concat!("bench: ", $fmt) $($arg)*)
-    };
-    ($fmt:literal $($arg:tt)*) => {
-        pr_info!(concat!("bench: ", $fmt) $($arg)*)
-    };
-}
-
-/// The C side, in `mm/bonsai_rs/bench.c`.
-mod ffi {
-    pub(super) use kernel::bindings::{
-        bonsai_bench_cond_resched, bonsai_bench_msleep, bonsai_bench_mt_free,
-        bonsai_bench_mt_insert, bonsai_bench_mt_lookup, bonsai_bench_mt_new,
-        bonsai_bench_mt_remove, bonsai_bench_online_cpus, bonsai_bench_rb_free,
-        bonsai_bench_rb_insert, bonsai_bench_rb_lookup, bonsai_bench_rb_new,
-        bonsai_bench_rb_remove, bonsai_bench_thread_join, bonsai_bench_thread_start,
-    };
-
-    /// An rbtree of ranges under an `rwlock_t`.
-    pub(super) type RbTree = kernel::bindings::bonsai_bench_rb;
-
-    /// A maple tree of ranges in RCU mode.
-    pub(super) type MapleTree = kernel::bindings::bonsai_bench_mt;
-}
-
-fn msleep(_ctx: &MaySleep, ms: u32) {
-    // SAFETY: FFI call without preconditions; `_ctx` proves the caller may
-    // sleep.
-    unsafe { ffi::bonsai_bench_msleep(ms as c_uint) };
-}
-
-fn cond_resched(_ctx: &MaySleep) {
-    // SAFETY: FFI call without preconditions; `_ctx` proves the caller may
-    // sleep.
-    unsafe { ffi::bonsai_bench_cond_resched() };
-}
-
-fn online_cpus() -> u32 {
-    // SAFETY: FFI call without preconditions.
-    unsafe { ffi::bonsai_bench_online_cpus() }
-}
-
-fn now_ns() -> i64 {
-    Ktime::ktime_get().to_ns()
-}
-
-/// xorshift64*: cheap per-thread pseudo-random numbers.
-struct Rng(u64);
-
-impl Rng {
-    fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// A number below `n` (`n > 0`), with a negligible bias.
-    fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
-    }
-}
-
-/// Formats `num / den` with two decimals.
-struct Fixed2(u64, u64);
-
-impl core::fmt::Display for Fixed2 {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        use core::fmt::Write;
-        let hundredths = self.0.saturating_mul(100).checked_div(self.1).unwrap_or(0);
-        let int = hundredths / 100;
-        // Right-align in the requested width: digits, the point, 2 decimals.
-        let mut len = 4;
-        let mut rest = int / 10;
-        while rest > 0 {
-            len += 1;
-            rest /= 10;
-        }
-        for _ in len..f.width().unwrap_or(0) {
-            f.write_char(' ')?;
-        }
-        write!(f, "{}.{:02}", int, hundredths % 100)
-    }
-}
-
-// ---------------------------------------------------------------------
-// Table 1: structure
-// ---------------------------------------------------------------------
-
-/// Page-sized ranges, so that addresses look like those of mappings.
-const PAGE: usize = 4096;
-
-/// Figures of one tree built by [`build`].
-struct Shape {
-    stats: tree::Stats,
-    report: tree::CheckReport,
-    ns: i64,
-}
-
-/// Inserts `n` page-sized ranges into a private tree, in random or
-/// ascending order, and returns its counters and shape.
-///
-/// The tree is local and never published, so this function is its only
-/// writer and it has no reader: replaced nodes are freed without waiting
-/// for a grace period.
-fn build(
-    ctx: &MaySleep,
-    params: tree::BalanceParams,
-    n: usize,
-    random: bool,
-    seed: u64,
-) -> Result<Shape> {
-    let t = tree::Tree::<usize>::with_params(params);
-    let mut reserve = tree::NodeReserve::new();
-    let mut retired = tree::RetiredList::new();
-    let mut rng = Rng::new(seed);
-    let start_ns = now_ns();
-    let mut i = 0;
-    while i < n {
-        // Random pages out of 2^28; a collision (EEXIST) just draws again.
-        let page = if random {
-            rng.below(1 << 28) as usize
-        } else {
-            i
-        };
-        reserve.fill(t.reserve_bound(), GFP_KERNEL)?;
-        let inserted = {
-            // SAFETY: `t` is local to this function: no other writer exists.
-            let mut w = unsafe { t.writer(&mut reserve, &mut retired) };
-            w.insert(page * PAGE, (page + 1) * PAGE, page + 1)
-        };
-        match inserted {
-            Ok(()) => i += 1,
-            Err(e) if e.error == EEXIST => {}
-            Err(e) => return Err(e.error),
-        }
-        if retired.len() >= 4096 {
-            let old = core::mem::take(&mut retired);
-            // SAFETY: no lookup ever ran on `t`: nobody else can hold a node.
-            unsafe { old.free() };
-        }
-        if i % 1024 == 0 {
-            cond_resched(ctx);
-        }
-    }
-    let ns = now_ns() - start_ns;
-    let report = {
-        // SAFETY: as above, this is the only writer of the local tree.
-        let w = unsafe { t.writer(&mut reserve, &mut retired) };
-        w.check().map_err(|e| {
-            out!(err: "tree check failed: {:?}\n", e);
-            EINVAL
-        })?
-    };
-    let stats = t.stats();
-    drop(t);
-    // SAFETY: no lookup ever ran on the tree these nodes came from.
-    unsafe { retired.free() };
-    Ok(Shape { stats, report, ns })
-}
-
-fn structure_table(ctx: &MaySleep) -> Result {
-    out!("Bonsai structure: per insert, and height (root-to-leaf nodes) vs its bound\n");
-    out!(
-        "{:<8} {:>7} {:<6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7}\n",
-        "params",
-        "N",
-        "order",
-        "alloc",
-        "retire",
-        "rot1",
-        "rot2",
-        "commit",
-        "height",
-        "bound",
-        "unbal",
-        "ns/ins"
-    );
-    let sets = [
-        ("hirai", tree::BalanceParams::HIRAI_YAMAMOTO),
-        ("paper", tree::BalanceParams::PAPER),
-    ];
-    for n in [1_000usize, 100_000] {
-        for random in [true, false] {
-            for (name, params) in sets {
-                let s = build(ctx, params, n, random, n as u64)?;
-                let per = |c: usize| Fixed2(c as u64, n as u64);
-                out!(
-                    "{:<8} {:>7} {:<6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>6} {:>5} {:>5} {:>7}\n",
-                    name,
-                    n,
-                    if random { "random" } else { "seq" },
-                    per(s.stats.allocated),
-                    per(s.stats.retired),
-                    per(s.stats.single_rotations),
-                    per(s.stats.double_rotations),
-                    per(s.stats.commits),
-                    s.report.height,
-                    params.max_height(n, 1000),
-                    s.report.unbalanced,
-                    s.ns / n as i64
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-// ---------------------------------------------------------------------
-// Table 2: lookups against a writer with a duty cycle
-// ---------------------------------------------------------------------
+use super::{cond_resched, ffi, msleep, now_ns, online_cpus, Fixed2, Rng, PAGE};
+use crate::RangeTree;
 
 /// Ranges that stay in the tree; readers look up addresses inside them.
 const NR_RANGES: u64 = 1000;
@@ -669,7 +433,7 @@ fn ratio(a: u64, b: u64) -> Fixed2 {
     Fixed2(a, b)
 }
 
-fn rate_table(ctx: &MaySleep) -> Result {
+pub(super) fn rate_table(ctx: &MaySleep) -> Result {
     let ncpus = online_cpus() as usize;
     let max_readers = ncpus.saturating_sub(1).clamp(1, MAX_READERS);
     // One random insertion order of the permanent ranges for all three.
@@ -827,18 +591,4 @@ fn rate_table(ctx: &MaySleep) -> Result {
     }
     out!("every lookup found its range; every writer operation succeeded\n");
     Ok(())
-}
-
-/// Runs the benchmark; called once at boot by `bench.c`.
-#[no_mangle]
-extern "C" fn bonsai_bench_run() {
-    // SAFETY: called by the late initcall of `bench.c`:
-    // process context, no atomic section active.
-    let ctx = unsafe { MaySleep::new() };
-    if let Err(e) = structure_table(&ctx) {
-        out!(err: "structure table failed: {:?}\n", e);
-    }
-    if let Err(e) = rate_table(&ctx) {
-        out!(err: "microbenchmark failed: {:?}\n", e);
-    }
 }

@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! [`WriteGuard`], the writer of a [`RangeTree`] for range stores in two
+//! steps: a preallocation that may sleep, then a store that neither
+//! sleeps nor allocates.
+
+use kernel::{
+    alloc::Flags,
+    prelude::*,
+    sync::{
+        lock::{mutex::MutexBackend, Guard},
+        rcu,
+    },
+};
+
+use crate::{retire::RetireBatch, tree, RangeTree, WriterState, RETIRE_BATCH};
+
+/// The writer of a [`RangeTree`] for range stores, holding its writer
+/// mutex; made by [`RangeTree::write`].
+///
+/// A range store comes in two steps, as in the maple tree
+/// (`mas_preallocate()`, then `mas_store_prealloc()`):
+///
+/// 1. [`WriteGuard::preallocate_store`] (or `_clear`) fills the writer's
+///    node reserve to what one store of the range needs on the tree as it
+///    is ([`tree::Writer::store_need`]), and provides the box of the next
+///    retirement batch.  It allocates with the caller's flags and, with
+///    flags that allow it, sleeps.
+/// 2. [`WriteGuard::store`] (or [`WriteGuard::clear`]) changes the tree.
+///    It never allocates or sleeps, so it may run in an atomic section
+///    (under a spinlock taken after the guard, say); if the reserve holds
+///    fewer nodes than the store needs, or there is no batch box, it fails
+///    with `EAGAIN` and changes nothing.
+///
+/// Nothing else changes the tree while the guard lives, so a store after
+/// the preallocation for the same range, with no other store in between,
+/// does not fail.  Nodes the store does not use stay in the reserve for
+/// the next update (or until [`RangeTree::shrink`]).  Replaced nodes join
+/// the pending list; when the guard is dropped, a full batch of them
+/// ([`RETIRE_BATCH`]) goes to RCU with one callback, which neither
+/// allocates nor sleeps either.
+///
+/// # Invariants
+///
+/// `st` is a guard of `tree.writer`: the writer mutex is held while the
+/// value lives.  The writer state's spare batch box is present whenever
+/// its pending list is not empty.
+pub struct WriteGuard<'a, V: Copy + Send + Sync + 'static> {
+    pub(crate) tree: &'a RangeTree<V>,
+    pub(crate) st: Guard<'a, WriterState<V>, MutexBackend>,
+}
+
+impl<V: Copy + Send + Sync + 'static> WriteGuard<'_, V> {
+    /// Runs `f` on a writer of the tree, with the guard's reserve and
+    /// pending list, and whether the spare batch box is present.
+    fn with_writer<R>(&mut self, f: impl FnOnce(&mut tree::Writer<'_, V>, bool) -> R) -> R {
+        let st = &mut *self.st;
+        let spare = st.spare.is_some();
+        let r = {
+            // SAFETY: by the type invariant the writer mutex is held while
+            // `self` lives; the writer is dropped at the end of this block.
+            let mut w = unsafe { self.tree.tree.writer(&mut st.reserve, &mut st.pending) };
+            f(&mut w, spare)
+        };
+        self.tree.publish_hints(st);
+        r
+    }
+
+    /// Fills the reserve to `need` nodes and provides the spare batch box,
+    /// allocating with `flags`.
+    fn preallocate(&mut self, need: usize, flags: Flags) -> Result {
+        let st = &mut *self.st;
+        let r = st.reserve.fill(need, flags).and_then(|()| {
+            if st.spare.is_none() {
+                st.spare = Some(RetireBatch::new_box(flags)?);
+            }
+            Ok(())
+        });
+        self.tree.publish_hints(st);
+        r
+    }
+
+    /// Preallocation step of a [`WriteGuard::store`] of `[start, end)`:
+    /// fills the reserve to [`tree::Writer::store_need`] nodes, allocating
+    /// with `flags`; may sleep if `flags` allow it.
+    ///
+    /// Fails with `EINVAL` if `start >= end` and `ENOMEM` if an allocation
+    /// fails (the nodes allocated before stay in the reserve).  The tree is
+    /// not changed either way.
+    pub fn preallocate_store(&mut self, start: usize, end: usize, flags: Flags) -> Result {
+        let need = self.with_writer(|w, _| w.store_need(start, end))?;
+        self.preallocate(need, flags)
+    }
+
+    /// Preallocation step of a [`WriteGuard::clear`] of `[start, end)`;
+    /// see [`WriteGuard::preallocate_store`].
+    pub fn preallocate_clear(&mut self, start: usize, end: usize, flags: Flags) -> Result {
+        let need = self.with_writer(|w, _| w.clear_need(start, end))?;
+        self.preallocate(need, flags)
+    }
+
+    /// Stores `value` for `[start, end)`, replacing whatever the tree held
+    /// there: the ranges it covers go, those it overlaps keep their parts
+    /// outside it (see [`tree::Writer::store`]).  Never allocates or
+    /// sleeps.
+    ///
+    /// Fails with `EINVAL` if `start >= end` and with `EAGAIN` if the
+    /// reserve holds fewer nodes than the store needs (see
+    /// [`WriteGuard::preallocate_store`]); the tree is unchanged on failure.
+    pub fn store(&mut self, start: usize, end: usize, value: V) -> Result {
+        self.with_writer(|w, spare| {
+            // INVARIANT: an update that retires nodes (every store does)
+            // runs only with the spare batch box present.
+            if !spare {
+                // For the error code only (`EINVAL` before `EAGAIN`).
+                w.store_need(start, end)?;
+                return Err(EAGAIN);
+            }
+            w.store(start, end, value).map_err(Error::from)
+        })
+    }
+
+    /// Removes what the tree holds in `[start, end)`, trimming the ranges
+    /// that reach outside it.  Never allocates or sleeps.
+    ///
+    /// Fails as [`WriteGuard::store`] does (see
+    /// [`WriteGuard::preallocate_clear`]); clearing a range that holds
+    /// nothing succeeds and changes nothing.
+    pub fn clear(&mut self, start: usize, end: usize) -> Result {
+        self.with_writer(|w, spare| {
+            // INVARIANT: an update that retires nodes runs only with the
+            // spare batch box present; a clear of nothing (need 0)
+            // retires none.
+            if !spare && w.clear_need(start, end)? > 0 {
+                return Err(EAGAIN);
+            }
+            w.clear(start, end)
+        })
+    }
+
+    /// Nodes in the reserve.
+    pub fn reserve_len(&self) -> usize {
+        self.st.reserve.len()
+    }
+}
+
+impl<V: Copy + Send + Sync + 'static> Drop for WriteGuard<'_, V> {
+    fn drop(&mut self) {
+        let st = &mut *self.st;
+        let batch = if st.pending.len() >= RETIRE_BATCH {
+            RangeTree::<V>::take_batch(st)
+        } else {
+            None
+        };
+        self.tree.publish_hints(st);
+        // Under the mutex still (`st` is dropped after this body):
+        // `call_rcu()` neither sleeps nor allocates.
+        if let Some(b) = batch {
+            rcu::drop_after_gp(b);
+        }
+    }
+}
