@@ -400,11 +400,6 @@ void rust_helper_rsmm_set_page_count(struct page *page, int v)
 	set_page_count(page, v);
 }
 
-int rust_helper_rsmm_page_ref_count(const struct page *page)
-{
-	return page_ref_count(page);
-}
-
 bool rust_helper_rsmm_put_page_testzero(struct page *page)
 {
 	return put_page_testzero(page);
@@ -512,11 +507,6 @@ unsigned long rust_helper_rsmm_page_private(const struct page *page)
 void rust_helper_rsmm_set_page_private(struct page *page, unsigned long v)
 {
 	set_page_private(page, v);
-}
-
-struct zone *rust_helper_rsmm_page_zone(const struct page *page)
-{
-	return page_zone(page);
 }
 
 unsigned long rust_helper_rsmm_zone_lock_irqsave(struct zone *zone)
