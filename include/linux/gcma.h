@@ -154,7 +154,8 @@ static inline bool gcma_pfn_in_area(unsigned long pfn)
 }
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
-void gcma_area_publish(struct gcma_area *area);
+void gcma_area_check_frees(struct gcma_area *area);
+void gcma_area_add_files(struct gcma_area *area);
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
 			    unsigned int align);
 void gcma_alloc_done(const struct gcma_area *area, struct page *page,

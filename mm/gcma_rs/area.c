@@ -41,7 +41,8 @@
 DEFINE_STATIC_KEY_FALSE(gcma_in_service);
 /*
  * The span of the areas in service, widened before each area is published
- * (no page of an area can be freed before then: none was allocated).
+ * (gcma_area_check_frees(): no page of an area can be freed before then,
+ * none was allocated).
  */
 unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
 
@@ -49,20 +50,25 @@ static void gcma_sysfs_add(struct gcma_area *area);
 static void gcma_debugfs_add(struct gcma_area *area);
 
 /**
- * gcma_area_publish() - put an area in service
- * @area: the area, whose pages and allocator state are ready
+ * gcma_area_check_frees() - make the page free paths check an area's pfns
+ * @area: the area, about to be put in service
  *
- * Called once per area by the Rust crate at subsys_initcall time, after it
- * published @area->rs: the free paths start checking the area's pfns, and
- * its sysfs and debugfs files appear.
+ * Called once per area by the Rust crate at subsys_initcall time, before
+ * it publishes @area->rs: no page of the area can be allocated, hence
+ * freed, before the free paths send its pages back to GCMA.
  */
-void gcma_area_publish(struct gcma_area *area)
+void gcma_area_check_frees(struct gcma_area *area)
 {
 	unsigned long base = PHYS_PFN(area->base);
 
 	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
 	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + (area->size >> PAGE_SHIFT)));
 	static_branch_enable(&gcma_in_service);
+}
+
+/* The sysfs and debugfs files of an area just put in service. */
+void gcma_area_add_files(struct gcma_area *area)
+{
 	gcma_sysfs_add(area);
 	gcma_debugfs_add(area);
 }

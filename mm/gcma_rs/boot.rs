@@ -86,16 +86,21 @@ impl GcmaArea {
     }
 
     /// Publishes `state` as the area's allocator state and puts the area
-    /// in service: the page allocator's free paths and the sysfs and
-    /// debugfs files see it from here on.  Called once per area.
+    /// in service.  The page allocator's free paths check the area's pfns
+    /// first (no page of it can be freed before an allocation, which needs
+    /// the state), then allocations may start, then the sysfs and debugfs
+    /// files appear.  Called once per area, once the free path can find
+    /// `state` by pfn ([`crate::area_of_pfn`]).
     pub(crate) fn publish(&self, state: &'static Area) {
+        // SAFETY: the descriptor is ours.
+        unsafe { bindings::gcma_area_check_frees(self.as_ptr()) };
         // INVARIANT: `state` is leaked, and this is the area's one
         // publication (`init_area()`'s contract).  Release: the pages are
         // ready before the area can be seen in service.
         self.rs()
             .store((state as *const Area).cast_mut(), Ordering::Release);
         // SAFETY: the descriptor is ours, its state just published.
-        unsafe { bindings::gcma_area_publish(self.as_ptr()) };
+        unsafe { bindings::gcma_area_add_files(self.as_ptr()) };
     }
 
     /// Returns the C descriptor, for the calls into `area.c`.

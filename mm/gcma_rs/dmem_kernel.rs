@@ -10,7 +10,7 @@
 
 use crate::{
     dmem::{BucketLock, BucketMap, Config, Handle, Key, Lock, LockClass, PageAccess, PageSupply},
-    dmem::{Link, Platform, Slot},
+    dmem::{FillCopy, IdlePage, Link, Platform, ReadCopy, Slot},
     Area, GcmaArea,
 };
 use core::{marker::PhantomData, pin::Pin};
@@ -199,8 +199,8 @@ impl PageSupply for AreaSupply {
         None
     }
 
-    fn give_back(&self, page: usize) {
-        let Some((s, p)) = self.0.span_of(page) else {
+    fn give_back(&self, page: IdlePage) {
+        let Some((s, p)) = self.0.span_of(page.page()) else {
             return;
         };
         let pfn = s.area.base_pfn + p;
@@ -210,9 +210,9 @@ impl PageSupply for AreaSupply {
         let poisoned = s.area.is_hwpoisoned(p);
         // The free steps run before the map frees the page: once it is
         // free, an allocation may take it and run the allocation steps.
-        // SAFETY: the store gives back a page it holds, lent by `lend`,
-        // that it no longer touches: it has the one right to end the
-        // lending.
+        // SAFETY: an `IdlePage` is made only by the store's page table for
+        // a page lent by `lend` that it no longer touches, and consumed
+        // here: this call has the one right to end the lending.
         if unsafe { s.area.frames.lent(p) }.give_back().is_err() && !poisoned {
             pr_err!("dmem: page at pfn {:#x} in a bad state; kept lent\n", pfn);
             return;
@@ -264,15 +264,16 @@ impl PageAccess for AreaPages {
     type Src = PageRef;
     type Dst = PageRef;
 
-    fn copy_in(&self, page: usize, src: &PageRef) -> bool {
-        let Some(p) = self.page_ptr(page) else {
+    fn copy_in(&self, to: &FillCopy, src: &PageRef) -> bool {
+        let Some(p) = self.page_ptr(to.page()) else {
             return false;
         };
-        // SAFETY: the store copies into a page it holds, lent by
-        // `AreaSupply::lend` (allocation steps done, so mapped and
-        // unpoisoned), bound for this copy alone: it is in `Filling` with
-        // this store as its only copier, and neither read, given back nor
-        // handed to an allocation until the copy ends (the `dmem` protocol).
+        // SAFETY: a `FillCopy` is made only by the store, for the length of
+        // this call, for a page lent by `AreaSupply::lend` (allocation
+        // steps done, so mapped and unpoisoned for KASAN) and bound to a
+        // new entry in `Filling` with this store as its only copier:
+        // nobody else reads it, gives it back or hands it to an allocation
+        // until the copy ends.
         let dst = unsafe { PageRef::from_raw_mut(p) };
         // Writing bad memory is no machine check, but what was written
         // could never be read back.
@@ -283,13 +284,14 @@ impl PageAccess for AreaPages {
         true
     }
 
-    fn copy_out(&self, page: usize, dst: &mut PageRef) -> bool {
-        let Some(p) = self.page_ptr(page) else {
+    fn copy_out(&self, from: &ReadCopy, dst: &mut PageRef) -> bool {
+        let Some(p) = self.page_ptr(from.page()) else {
             return false;
         };
-        // SAFETY: the store copies out of a page it holds in `Ready`, counted
-        // as a copier: nobody writes it, gives it back or hands it to an
-        // allocation until the copy ends (the `dmem` protocol).
+        // SAFETY: a `ReadCopy` is made only by the store, for the length
+        // of this call, for a page whose entry is `Ready` with this load
+        // counted as a copier: nobody writes it, gives it back or hands it
+        // to an allocation until the copy ends.
         let src = unsafe { PageRef::from_raw(p) };
         // A page poisoned since it was filled is not read; one whose
         // memory fails during the copy raises a machine check that

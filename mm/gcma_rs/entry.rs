@@ -11,12 +11,13 @@
 //! allocator's free paths at `__gcma_free_page()`.
 
 use crate::{area_of_pfn, boot::GcmaArea, Area, LAT_BUCKETS};
-use core::sync::atomic::Ordering;
+use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings,
     ffi::{c_uint, c_ulong},
     mm::{frames::GFP_COMP, pages_in_order},
-    processor::{in_task, local_clock_ns},
+    prelude::*,
+    processor::{in_task, local_clock_ns, might_sleep},
 };
 
 /// Returns the state of the area `area` describes, if it is in service.
@@ -53,6 +54,7 @@ impl Area {
         mut align: u32,
         mut gfp: bindings::gfp_t,
     ) -> *mut bindings::page {
+        might_sleep();
         if count == 0 {
             return core::ptr::null_mut();
         }
@@ -156,15 +158,15 @@ pub(crate) unsafe extern "C" fn gcma_release(
         return false;
     };
     let count: usize = count;
+    // A release queued for process context is traced when it is done.
     let res = if in_task() {
         a.release(start, count)
+            .map(|()| a.trace_released(start, count))
     } else {
         a.defer_release(start, count)
     };
-    match res {
-        // SAFETY: the descriptor is the area's.
-        Ok(()) => unsafe { bindings::gcma_release_done(a.c.as_ptr(), pfn as _, count as _) },
-        Err(why) => a.refuse_release(start, count, why),
+    if let Err(why) = res {
+        a.refuse_release(start, count, why);
     }
     true
 }
@@ -226,6 +228,9 @@ pub(crate) unsafe extern "C" fn gcma_rs_alloc_latency(
     }
 }
 
+/// Whether a block running past its area was reported (once).
+static STRADDLE_WARNED: AtomicBool = AtomicBool::new(false);
+
 /// Takes back a block of an area from the page allocator's free paths.
 ///
 /// `page` heads a block of order `order` whose last reference went and
@@ -249,8 +254,16 @@ pub(crate) unsafe extern "C" fn __gcma_free_page(page: *mut bindings::page, orde
     let Some(start) = a.frames.index_of_pfn(pfn) else {
         return false;
     };
-    // A block never straddles the end of an area (it was allocated in
-    // it); `set` clips one that would.
-    a.returned.set(start, pages_in_order(order));
+    let n = pages_in_order(order);
+    // A block never straddles the end of an area: it was allocated in it.
+    if start + n > a.frames.nr_pages() && !STRADDLE_WARNED.swap(true, Ordering::Relaxed) {
+        pr_warn!(
+            "{}: freed block at pfn {:#x} (order {}) runs past the area\n",
+            a.name(),
+            pfn,
+            order
+        );
+    }
+    a.returned.set(start, n);
     true
 }

@@ -45,7 +45,7 @@ use kernel::{
     },
     new_spinlock,
     prelude::*,
-    sync::{Arc, SpinLock},
+    sync::{Arc, SpinLock, UniqueArc},
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
@@ -455,6 +455,10 @@ impl Area {
     /// Frees in the map the pages the page allocator's free paths gave
     /// back, a run at a time.  Process context, or any context that may
     /// take the map's lock.
+    ///
+    /// A call that finds another task's pass under way may return before
+    /// that pass has freed what it took: the pages are freed, only not yet
+    /// by the time this returns.
     pub(crate) fn drain_returned(&self) {
         if self.returned.maybe_any() {
             self.returned
@@ -469,6 +473,11 @@ impl Area {
         // Pages freed behind GCMA's back are not released twice.
         self.drain_returned();
         self.frames.release_shape(start, count)?;
+        if self.deferred.is_set(start) {
+            return Err(c_str!(
+                "released already from interrupt context (double free)"
+            ));
+        }
         match self.map.lock().begin_release(start, count) {
             Ok(()) => {}
             Err(e) if e == EEXIST => return Err(c_str!("released already (double free)")),
@@ -514,8 +523,13 @@ impl Area {
         if count == 0 || !self.frames.is_referenced_head(start) {
             return Err(c_str!("not an allocation's first page (interrupt context)"));
         }
-        // SAFETY: `start` is the first page of an allocation (checked
-        // just above) that the caller owns and releases now.
+        if self.deferred.is_set(start) {
+            return Err(c_str!("release already pending (double free)"));
+        }
+        // SAFETY: `start` is a referenced page that is not a tail page, in
+        // a range the caller says it allocated and releases now: its
+        // private field is the caller's (a wrong release is the caller's
+        // bug, caught by the checks the work item makes).
         unsafe { self.frames.set_private(start, count) };
         self.deferred.set(start, 1);
         // SAFETY: `self` is an `Area` in service, made by `Arc::pin_init`
@@ -533,10 +547,19 @@ impl Area {
             // SAFETY: `start` is the first page of an allocation whose
             // release `defer_release()` queued, with its count.
             let count = unsafe { self.frames.take_private(start) };
-            if let Err(why) = self.release(start, count) {
-                self.refuse_release(start, count, why);
+            match self.release(start, count) {
+                Ok(()) => self.trace_released(start, count),
+                Err(why) => self.refuse_release(start, count, why),
             }
         });
+    }
+
+    /// Traces a release done.
+    fn trace_released(&self, start: usize, count: usize) {
+        // SAFETY: the descriptor is the area's.
+        unsafe {
+            bindings::gcma_release_done(self.c.as_ptr(), (self.base_pfn + start) as _, count as _)
+        };
     }
 
     /// Logs (rate-limited) and traces a release refused as a caller's bug.
@@ -627,37 +650,40 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     let free = map.free();
     let returned = pending::PendingBits::new(nr_pages)?;
     let deferred = pending::PendingBits::new(nr_pages)?;
+    let n = NR_IN_SERVICE.load(Ordering::Relaxed);
+    if n >= IN_SERVICE.len() {
+        return Err(ENOSPC);
+    }
+    // Every allocation is made before the pages are adopted: a failure
+    // leaves them reserved, as memblock left them.
+    let slot = UniqueArc::<Area>::new_uninit(GFP_KERNEL)?;
     // SAFETY: the caller's contract.
     let ctx = unsafe { delay::MaySleep::new() };
     // SAFETY: the area was reserved in memblock for GCMA alone at boot
     // (`reserve.c` refuses an area that spans zones), and this is its one
     // adoption (the caller's contract).
     let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) };
-    let state = Arc::pin_init(
-        pin_init!(Area {
-            c: area,
-            base_pfn: area.base_pfn(),
-            frames,
-            map <- new_spinlock!(map, "gcma_area"),
-            returned,
-            deferred,
-            release_work <- new_work!("gcma_area::release_work"),
-            lat: [const { AtomicUsize::new(0) }; LAT_BUCKETS],
-            alloc_success: AtomicUsize::new(0),
-            alloc_fail: AtomicUsize::new(0),
-            discarded: AtomicUsize::new(0),
-            released: AtomicUsize::new(0),
-        }),
-        GFP_KERNEL,
-    )?;
+    let state = match slot.write_pin_init(pin_init!(Area {
+        c: area,
+        base_pfn: area.base_pfn(),
+        frames,
+        map <- new_spinlock!(map, "gcma_area"),
+        returned,
+        deferred,
+        release_work <- new_work!("gcma_area::release_work"),
+        lat: [const { AtomicUsize::new(0) }; LAT_BUCKETS],
+        alloc_success: AtomicUsize::new(0),
+        alloc_fail: AtomicUsize::new(0),
+        discarded: AtomicUsize::new(0),
+        released: AtomicUsize::new(0),
+    })) {
+        Ok(state) => Arc::from(state),
+        Err(e) => match e {},
+    };
     // One reference is never dropped: the area stays for good.
     let ptr = Arc::into_raw(state);
     // SAFETY: `ptr` comes from `Arc::into_raw` and is never released.
     let state: &'static Area = unsafe { &*ptr };
-    let n = NR_IN_SERVICE.load(Ordering::Relaxed);
-    if n >= IN_SERVICE.len() {
-        return Err(ENOSPC);
-    }
     IN_SERVICE[n].store(ptr.cast_mut(), Ordering::Relaxed);
     NR_IN_SERVICE.store(n + 1, Ordering::Release);
     area.publish(state);

@@ -8,8 +8,8 @@
 //! from interrupt context.  Each is recorded as bits of a [`PendingBits`],
 //! one per page of the area, with atomic operations only, and done at the
 //! area's next call in process context.  A bitmap needs no memory at the
-//! time of the call and no field of the pages, and a page is never
-//! recorded twice (a block returns once per allocation).
+//! time of the call; a summary level (a bit per word) keeps a pass over it
+//! proportional to the words with bits set, not to the area's size.
 
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use kernel::prelude::*;
@@ -20,11 +20,16 @@ const BITS: usize = usize::BITS as usize;
 ///
 /// # Invariants
 ///
-/// `words` has a bit for each of `nr_pages` pages; `hint` is set after
-/// every bit set, and cleared only before a pass over the words, so a bit
-/// set while `hint` is clear is found by the next pass.
+/// `words` has a bit for each of `nr_pages` pages, and `summary` a bit for
+/// each word.  A setter sets the page's bit, then the word's summary bit,
+/// then `hint`, each with a release read-modify-write; a taker clears
+/// `hint`, then takes each summary word, then each word it names, each
+/// with an acquire swap.  So a bit set is either taken by a pass that
+/// started after it was set, or left with its summary bit and `hint` set
+/// for the next pass.
 pub(crate) struct PendingBits {
     words: KVec<AtomicUsize>,
+    summary: KVec<AtomicUsize>,
     nr_pages: usize,
     hint: AtomicBool,
 }
@@ -32,13 +37,17 @@ pub(crate) struct PendingBits {
 impl PendingBits {
     /// Returns a bitmap of `nr_pages` clear bits.
     pub(crate) fn new(nr_pages: usize) -> Result<Self> {
+        let zeroed = |n: usize| -> Result<KVec<AtomicUsize>> {
+            let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
+            for _ in 0..n {
+                v.push(AtomicUsize::new(0), GFP_KERNEL)?;
+            }
+            Ok(v)
+        };
         let n = nr_pages.div_ceil(BITS);
-        let mut words = KVec::with_capacity(n, GFP_KERNEL)?;
-        for _ in 0..n {
-            words.push(AtomicUsize::new(0), GFP_KERNEL)?;
-        }
         Ok(Self {
-            words,
+            words: zeroed(n)?,
+            summary: zeroed(n.div_ceil(BITS))?,
             nr_pages,
             hint: AtomicBool::new(false),
         })
@@ -60,9 +69,17 @@ impl PendingBits {
             // Release: what the caller did to the pages before (the free
             // steps) is seen by whoever takes the bits.
             self.words[w].fetch_or(mask, Ordering::Release);
+            self.summary[w / BITS].fetch_or(1 << (w % BITS), Ordering::Release);
             i += n;
         }
-        self.hint.store(true, Ordering::Release);
+        // A read-modify-write, so that a taker's acquire of `hint`
+        // synchronises with every setter before it, not only the last.
+        self.hint.swap(true, Ordering::AcqRel);
+    }
+
+    /// Whether page `i`'s bit is set (a snapshot).
+    pub(crate) fn is_set(&self, i: usize) -> bool {
+        i < self.nr_pages && self.words[i / BITS].load(Ordering::Relaxed) & (1 << (i % BITS)) != 0
     }
 
     /// Whether some bit may be set.
@@ -77,8 +94,20 @@ impl PendingBits {
             return;
         }
         let mut run: Option<(usize, usize)> = None;
-        for (w, word) in self.words.iter().enumerate() {
-            let mut bits = word.swap(0, Ordering::Acquire);
+        let words = self.summary.iter().enumerate().flat_map(|(s, sw)| {
+            let mut set = if sw.load(Ordering::Relaxed) != 0 {
+                sw.swap(0, Ordering::Acquire)
+            } else {
+                0
+            };
+            core::iter::from_fn(move || {
+                let b = (set != 0).then(|| set.trailing_zeros() as usize)?;
+                set &= set - 1;
+                Some(s * BITS + b)
+            })
+        });
+        for w in words {
+            let mut bits = self.words[w].swap(0, Ordering::Acquire);
             while bits != 0 {
                 let lo = bits.trailing_zeros() as usize;
                 let len = (bits >> lo).trailing_ones() as usize;

@@ -10,14 +10,11 @@
 #include <linux/minmax.h>
 #include <linux/mmzone.h>
 #include <linux/nodemask.h>
-#include <linux/page-isolation.h>
 #include <linux/pgalloc_tag.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/smp.h>
 #include <linux/topology.h>
-
-#include "../../mm/internal.h"
 
 struct page *rust_helper_alloc_pages_node(int nid, gfp_t gfp_mask,
 					  unsigned int order)
@@ -369,36 +366,10 @@ bool rust_helper_rsmm_page_huge(const struct page *page)
 }
 
 /*
- * Page frames owned by an allocator of their own (kernel::mm::frames): the
- * page allocator's allocation and free steps, which mm/internal.h declares
- * for the allocators inside mm/.
+ * Page frames owned by an allocator of their own (kernel::mm::frames): what
+ * its page steps read.  The steps themselves are in mm/frames_rust.c, which
+ * is not exported to modules as these helpers are.
  */
-
-void rust_helper_rsmm_post_alloc_hook(struct page *page, unsigned int order,
-				      gfp_t gfp)
-{
-	post_alloc_hook(page, order, gfp);
-}
-
-bool rust_helper_rsmm_free_pages_prepare(struct page *page, unsigned int order)
-{
-	return free_pages_prepare(page, order);
-}
-
-void rust_helper_rsmm_prep_compound_page(struct page *page, unsigned int order)
-{
-	prep_compound_page(page, order);
-}
-
-void rust_helper_rsmm_set_page_refcounted(struct page *page)
-{
-	set_page_refcounted(page);
-}
-
-void rust_helper_rsmm_set_page_count(struct page *page, int v)
-{
-	set_page_count(page, v);
-}
 
 bool rust_helper_rsmm_put_page_testzero(struct page *page)
 {
@@ -410,34 +381,9 @@ void rust_helper_rsmm_put_page(struct page *page)
 	put_page(page);
 }
 
-void rust_helper_rsmm_clear_page_reserved(struct page *page)
-{
-	ClearPageReserved(page);
-}
-
-void rust_helper_rsmm_clear_page_tag_ref(struct page *page)
-{
-	clear_page_tag_ref(page);
-}
-
-void rust_helper_rsmm_pgalloc_tag_sub(struct page *page, unsigned int nr)
-{
-	pgalloc_tag_sub(page, nr);
-}
-
-void rust_helper_rsmm_pgalloc_tag_add_current(struct page *page, unsigned int nr)
-{
-	pgalloc_tag_add(page, current, nr);
-}
-
 bool rust_helper_rsmm_mem_alloc_profiling_enabled(void)
 {
 	return mem_alloc_profiling_enabled();
-}
-
-bool rust_helper_rsmm_check_pages_enabled(void)
-{
-	return static_branch_unlikely(&check_pages_enabled);
 }
 
 int rust_helper_rsmm_page_mapcount_raw(const struct page *page)
@@ -509,23 +455,9 @@ void rust_helper_rsmm_set_page_private(struct page *page, unsigned long v)
 	set_page_private(page, v);
 }
 
-unsigned long rust_helper_rsmm_zone_lock_irqsave(struct zone *zone)
+void rust_helper_rsmm_might_sleep(void)
 {
-	unsigned long flags;
-
-	spin_lock_irqsave(&zone->lock, flags);
-	return flags;
-}
-
-void rust_helper_rsmm_zone_unlock_irqrestore(struct zone *zone,
-					     unsigned long flags)
-{
-	spin_unlock_irqrestore(&zone->lock, flags);
-}
-
-void rust_helper_rsmm_set_pageblock_migratetype(struct page *page, int mt)
-{
-	set_pageblock_migratetype(page, mt);
+	might_sleep();
 }
 
 bool rust_helper_rsmm_in_task(void)

@@ -77,6 +77,15 @@ pub fn in_task() -> bool {
     unsafe { bindings::rsmm_in_task() }
 }
 
+/// Reports, under `CONFIG_DEBUG_ATOMIC_SLEEP`, a call from a context that
+/// must not sleep (`might_sleep()`): for functions that may sleep on some
+/// of their paths only, so that every caller in atomic context is caught.
+#[inline]
+pub fn might_sleep() {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rsmm_might_sleep() }
+}
+
 /// Size of the cache lines [`CacheAligned`] pads to: 64 bytes, the line of
 /// x86-64 and of most arm64 cores (`L1_CACHE_BYTES`).
 pub const CACHE_LINE: usize = 64;

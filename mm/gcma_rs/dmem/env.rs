@@ -112,32 +112,100 @@ pub(crate) trait PageSupply {
     /// number of slots of the instance; `None` if there is none.
     fn lend(&self) -> Option<usize>;
 
-    /// Takes back a page lent by [`PageSupply::lend`].  Never called for a
-    /// page passed to [`Dmem::discard_range`].
+    /// Takes back a page lent by [`PageSupply::lend`] that the store is
+    /// done with.  Never called for a page passed to
+    /// [`Dmem::discard_range`].
     ///
     /// [`Dmem::discard_range`]: super::Dmem::discard_range
-    fn give_back(&self, page: usize);
+    fn give_back(&self, page: IdlePage);
+}
+
+/// A lent page the store is done with: unbound, with no copy into or out
+/// of it in flight, and not discarded.  Only the page table makes one
+/// (`pages.rs`), at the moment that becomes true, and hands it to
+/// [`PageSupply::give_back`], which consumes it: an implementation may
+/// rely on the page being its to take back.
+#[must_use = "a page the store is done with goes back to its supply"]
+pub(crate) struct IdlePage {
+    page: usize,
+}
+
+impl IdlePage {
+    /// Made by the page table only, when page `page` becomes idle.
+    pub(super) fn new(page: usize) -> Self {
+        Self { page }
+    }
+
+    /// The page's index.
+    pub(crate) fn page(&self) -> usize {
+        self.page
+    }
+}
+
+/// The store's one copy into a page: bound to a new entry, `Filling`,
+/// with the storing task as its only copier, so nobody reads it, gives it
+/// back or hands it to an allocation until the copy ends (a discard waits
+/// for it).  Only the store makes one (`store.rs`), for the length of the
+/// [`PageAccess::copy_in`] call it is lent to.
+pub(crate) struct FillCopy {
+    page: usize,
+}
+
+impl FillCopy {
+    /// Made by the store only, for the copy into page `page`.
+    pub(super) fn new(page: usize) -> Self {
+        Self { page }
+    }
+
+    /// The page's index.
+    pub(crate) fn page(&self) -> usize {
+        self.page
+    }
+}
+
+/// A copy out of a page: its entry is `Ready` and the loading task is
+/// counted among its copiers, so nobody writes it, gives it back or hands
+/// it to an allocation until the copy ends.  Only the store makes one
+/// (`store.rs`), for the length of the [`PageAccess::copy_out`] call it
+/// is lent to.
+pub(crate) struct ReadCopy {
+    page: usize,
+}
+
+impl ReadCopy {
+    /// Made by the store only, for the copy out of page `page`.
+    pub(super) fn new(page: usize) -> Self {
+        Self { page }
+    }
+
+    /// The page's index.
+    pub(crate) fn page(&self) -> usize {
+        self.page
+    }
 }
 
 /// Copies page contents; the store never touches page memory itself.
 ///
-/// Called with no store lock held; the copy may be preempted.
+/// Called with no store lock held; the copy may be preempted.  The page
+/// comes as a permit that only the store makes, while its state machine
+/// keeps everyone else off the page: an implementation may rely on that
+/// for the copy's length.
 pub(crate) trait PageAccess {
     /// What a store copies from (a page of the page cache, or a swap page).
     type Src: ?Sized;
     /// What a load copies to.
     type Dst: ?Sized;
 
-    /// Copies `src` into area page `page`.  Returns `false`, having copied
-    /// nothing, if `page` is bad memory (hardware-poisoned): the store
-    /// then refuses and gives the page back, and the supply keeps it out of
-    /// use.
-    fn copy_in(&self, page: usize, src: &Self::Src) -> bool;
+    /// Copies `src` into the area page of `to`.  Returns `false`, having
+    /// copied nothing, if the page is bad memory (hardware-poisoned): the
+    /// store then refuses and gives the page back, and the supply keeps it
+    /// out of use.
+    fn copy_in(&self, to: &FillCopy, src: &Self::Src) -> bool;
 
-    /// Copies area page `page` into `dst`.  Returns `false` if `page` is
-    /// bad memory: `dst` then holds no data of the entry, which the load
-    /// drops, reporting a miss.
-    fn copy_out(&self, page: usize, dst: &mut Self::Dst) -> bool;
+    /// Copies the area page of `from` into `dst`.  Returns `false` if the
+    /// page is bad memory: `dst` then holds no data of the entry, which
+    /// the load drops, reporting a miss.
+    fn copy_out(&self, from: &ReadCopy, dst: &mut Self::Dst) -> bool;
 }
 
 /// Type parameters of a [`Dmem`] instance.

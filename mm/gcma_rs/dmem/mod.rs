@@ -193,7 +193,8 @@ mod pages;
 mod store;
 
 pub(crate) use env::{
-    BucketLock, BucketMap, Config, Lock, LockClass, PageAccess, PageSupply, Platform,
+    BucketLock, BucketMap, Config, FillCopy, IdlePage, Lock, LockClass, PageAccess, PageSupply,
+    Platform, ReadCopy,
 };
 pub(crate) use key::{FileKey, Handle, Key, SwapKey};
 pub(crate) use pages::{Link, Slot};

@@ -9,7 +9,7 @@
 //! bytes: everything here runs under the page lock and touches no page
 //! memory.
 
-use super::{Handle, Key, PageSupply, Refusal, EVICT_SCAN};
+use super::{env::IdlePage, Handle, Key, PageSupply, Refusal, EVICT_SCAN};
 use core::marker::PhantomData;
 use core::ops::DerefMut;
 
@@ -360,7 +360,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>, L: DerefMut<Target = [Link]>> Page
         match self.unbind(h) {
             Unbound::Stale => false,
             Unbound::Idle(p) => {
-                supply.give_back(p);
+                supply.give_back(IdlePage::new(p));
                 true
             }
             Unbound::Busy => true,
@@ -457,7 +457,7 @@ impl<K: Key, S: DerefMut<Target = [Slot<K>]>, L: DerefMut<Target = [Link]>> Page
         if state == State::Dead && s.copiers == 0 {
             s.state = State::Free;
             self.held -= 1;
-            supply.give_back(h.page);
+            supply.give_back(IdlePage::new(h.page));
         }
         state
     }

@@ -10,7 +10,7 @@
 //! (`pages.rs`).
 
 use super::{
-    env::node_flags,
+    env::{node_flags, FillCopy, ReadCopy},
     pages::{Pages, State, NIL},
     BucketLock, BucketMap, Config, Handle, Key, Link, Lock, LockClass, PageAccess, Platform,
     Refusal, Slot, Stats, StoreOutcome, DISCARD_CHUNK, REAP_PER_STORE,
@@ -250,7 +250,7 @@ impl<C: Config> Dmem<C> {
             self.forget(&vkey, vh);
         }
 
-        let copied = self.access.copy_in(h.page, src);
+        let copied = self.access.copy_in(&FillCopy::new(h.page), src);
 
         let outcome = self.pages.with(|t| {
             let was = t.end_copy(h, &self.supply);
@@ -304,7 +304,7 @@ impl<C: Config> Dmem<C> {
             return false;
         };
 
-        let copied = self.access.copy_out(h.page, dst);
+        let copied = self.access.copy_out(&ReadCopy::new(h.page), dst);
 
         let (hit, dropped) = self.pages.with(|t| match t.end_copy(h, &self.supply) {
             // Bad memory: the entry goes, and its page back to the supply,

@@ -32,10 +32,15 @@
 //! The `unsafe` entry points are where the owner's bookkeeping stands in
 //! for a check this module cannot make; every step after them is safe.
 //!
+//! The steps are reached through `mm/frames_rust.c`, plain functions of
+//! vmlinux (the `rust/helpers` are exported to modules, and no page
+//! allocator step may be).
+//!
 //! C headers: [`mm/internal.h`](srctree/mm/internal.h),
 //! [`include/linux/page_ref.h`](srctree/include/linux/page_ref.h)
 
 use crate::{bindings, c_str, delay::MaySleep, mm::MAX_PAGE_ORDER, str::CStr};
+use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
 /// `__GFP_COMP` (a compound page), which bindgen does not export as a
 /// constant.
@@ -50,6 +55,68 @@ fn block_order(pfn: usize, end: usize) -> u32 {
         .min(MAX_PAGE_ORDER)
 }
 
+/// Reads the reference count of `page`, as `page_ref_count()` does (one
+/// relaxed atomic load), without a call: this is on the path of every
+/// page an allocation takes over.
+///
+/// # Safety
+///
+/// `page` must point to a `struct page` of the memory map.
+#[inline]
+unsafe fn ref_count(page: *mut bindings::page) -> i32 {
+    // SAFETY: `_refcount` of a valid `struct page` is an aligned `int` that
+    // C only accesses atomically; the caller guarantees validity.
+    unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*page)._refcount.counter)) }
+        .load(Ordering::Relaxed)
+}
+
+/// Whether `page` is marked hardware-poisoned (`PageHWPoison()`), read
+/// without a call: this is on the path of every page an allocation takes
+/// over.
+///
+/// # Safety
+///
+/// `page` must point to a `struct page` of the memory map.
+#[inline]
+unsafe fn hwpoisoned(page: *mut bindings::page) -> bool {
+    #[cfg(CONFIG_MEMORY_FAILURE)]
+    {
+        // SAFETY: `flags` of a valid `struct page` is an aligned word that
+        // C changes with atomic bit operations; the caller guarantees
+        // validity.
+        let flags = unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page).flags)) }
+            .load(Ordering::Relaxed);
+        flags & (1 << bindings::pageflags_PG_hwpoison) != 0
+    }
+    #[cfg(not(CONFIG_MEMORY_FAILURE))]
+    {
+        let _ = page;
+        false
+    }
+}
+
+/// Gives `page`, which has no reference, its first one, as
+/// `set_page_refcounted()` does.  Without the `page_ref` tracepoints
+/// (`CONFIG_DEBUG_PAGE_REF`), which only the C helper fires, that is one
+/// atomic store, made here without a call: this is on the path of every
+/// page an allocation takes over.
+///
+/// # Safety
+///
+/// `page` must point to a `struct page` of the memory map, with no
+/// reference, not a tail page, that the caller may make allocated.
+#[inline]
+unsafe fn set_refcounted(page: *mut bindings::page) {
+    if cfg!(CONFIG_DEBUG_PAGE_REF) || cfg!(CONFIG_DEBUG_VM) {
+        // SAFETY: the caller's contract; the helper also checks it.
+        unsafe { bindings::rsmm_frames_set_page_refcounted(page) };
+        return;
+    }
+    // SAFETY: as in `ref_count`; `atomic_set()` is a relaxed store.
+    unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*page)._refcount.counter)) }
+        .store(1, Ordering::Relaxed);
+}
+
 /// A range of page frames owned by one allocator for the life of the
 /// system, outside the buddy allocator.
 ///
@@ -60,10 +127,19 @@ fn block_order(pfn: usize, end: usize) -> u32 {
 /// the buddy allocator never hands it out, and its state changes only
 /// through this module's steps (the page allocator's free paths, which
 /// give a block whose last reference went back to its owner, included).
+/// `first` is the `struct page` of frame `base_pfn`.
 pub struct OwnedFrames {
     base_pfn: usize,
     nr_pages: usize,
+    first: *mut bindings::page,
 }
+
+// SAFETY: `first` points into the memory map, which is never freed; the
+// pages' state is only changed through this module's steps, whose rules
+// do not depend on the thread (type invariant).
+unsafe impl Send for OwnedFrames {}
+// SAFETY: as above; `&OwnedFrames` only reads the three fields.
+unsafe impl Sync for OwnedFrames {}
 
 impl OwnedFrames {
     /// Takes memory that memblock reserved for the caller and makes all of
@@ -86,8 +162,15 @@ impl OwnedFrames {
     /// value for good: nobody else may ever allocate, free or map its
     /// pages, and no other `OwnedFrames` may cover any of them.
     pub unsafe fn adopt_reserved(base_pfn: usize, nr_pages: usize, ctx: &MaySleep) -> Self {
-        // INVARIANT: the caller gives the frames to this value for good.
-        let frames = Self { base_pfn, nr_pages };
+        // INVARIANT: the caller gives the frames to this value for good,
+        // and they have `struct page`s.
+        // SAFETY: the frame has a `struct page` (the caller's contract).
+        let first = unsafe { bindings::pfn_to_page(base_pfn as _) };
+        let frames = Self {
+            base_pfn,
+            nr_pages,
+            first,
+        };
         let end = base_pfn + nr_pages;
         let mut pfn = base_pfn;
         while pfn < end {
@@ -98,8 +181,8 @@ impl OwnedFrames {
                 // SAFETY: the page is ours (the caller's contract) and in
                 // the memory map; nobody else looks at its count or flags.
                 unsafe {
-                    bindings::rsmm_clear_page_reserved(page);
-                    bindings::rsmm_set_page_count(page, 0);
+                    bindings::rsmm_frames_clear_page_reserved(page);
+                    bindings::rsmm_frames_set_page_count(page, 0);
                 }
             }
             let first = frames.page(pfn - base_pfn);
@@ -107,8 +190,8 @@ impl OwnedFrames {
             // the block's first page so (the free steps drop its tag), and
             // they have no state the free steps could report.
             unsafe {
-                bindings::rsmm_clear_page_tag_ref(first);
-                bindings::rsmm_free_pages_prepare(first, order);
+                bindings::rsmm_frames_clear_page_tag_ref(first);
+                bindings::rsmm_frames_free_pages_prepare(first, order);
             }
             pfn += n;
             crate::delay::cond_resched(ctx);
@@ -129,13 +212,13 @@ impl OwnedFrames {
         let zone = unsafe { bindings::rsmm_page_zone(self.page(0)) };
         // SAFETY: `zone` is the zone of our pages, which lives as long as
         // they do; the lock is released below.
-        let flags = unsafe { bindings::rsmm_zone_lock_irqsave(zone) };
+        let flags = unsafe { bindings::rsmm_frames_zone_lock_irqsave(zone) };
         let mut pfn = self.base_pfn.next_multiple_of(block);
         while pfn + block <= end {
             // SAFETY: the pageblock is ours (type invariant) and the zone
             // lock, which protects its migrate type, is held.
             unsafe {
-                bindings::rsmm_set_pageblock_migratetype(
+                bindings::rsmm_frames_set_pageblock_migratetype(
                     self.page(pfn - self.base_pfn),
                     bindings::migratetype_MIGRATE_ISOLATE as _,
                 )
@@ -143,31 +226,42 @@ impl OwnedFrames {
             pfn += block;
         }
         // SAFETY: locked above with these flags.
-        unsafe { bindings::rsmm_zone_unlock_irqrestore(zone, flags) };
+        unsafe { bindings::rsmm_frames_zone_unlock_irqrestore(zone, flags) };
     }
 
     /// Returns the frame number of page 0 of the range.
+    #[inline]
     pub fn base_pfn(&self) -> usize {
         self.base_pfn
     }
 
     /// Returns the number of pages in the range.
+    #[inline]
     pub fn nr_pages(&self) -> usize {
         self.nr_pages
     }
 
     /// Returns the index in the range of page frame `pfn`, if it is one of
     /// ours.
+    #[inline]
     pub fn index_of_pfn(&self, pfn: usize) -> Option<usize> {
         let i = pfn.checked_sub(self.base_pfn)?;
         (i < self.nr_pages).then_some(i)
     }
 
     /// Returns the `struct page` of page `i` of the range.
+    #[inline]
     fn page(&self, i: usize) -> *mut bindings::page {
         debug_assert!(i < self.nr_pages);
-        // SAFETY: the frame has a `struct page` (type invariant).
-        unsafe { bindings::pfn_to_page((self.base_pfn + i) as _) }
+        if cfg!(all(CONFIG_SPARSEMEM, not(CONFIG_SPARSEMEM_VMEMMAP))) {
+            // Classic sparsemem: the memory map is contiguous per section
+            // only (`nth_page()`).
+            // SAFETY: the frame has a `struct page` (type invariant).
+            unsafe { bindings::pfn_to_page((self.base_pfn + i) as _) }
+        } else {
+            // A flat or virtually mapped memory map is contiguous.
+            self.first.wrapping_add(i)
+        }
     }
 
     /// Returns the `struct page` of page `i`, or NULL if there is none.
@@ -246,9 +340,8 @@ impl OwnedFrames {
             gfp,
             handoff,
             handed: 0,
-            // SAFETY: FFI calls reading static keys and an atomic counter.
-            check_pages: unsafe { bindings::rsmm_check_pages_enabled() },
-            any_poisoned: crate::mm::page_ref::any_hwpoisoned(),
+            // SAFETY: FFI call reading a static key.
+            check_pages: unsafe { bindings::rsmm_frames_check_pages_enabled() },
         }
     }
 
@@ -266,7 +359,7 @@ impl OwnedFrames {
         // SAFETY: the page is free and the caller's alone (the function's
         // contract): the allocation steps may run on it.
         unsafe {
-            bindings::rsmm_post_alloc_hook(
+            bindings::rsmm_frames_post_alloc_hook(
                 self.page(i),
                 0,
                 bindings::GFP_NOWAIT | bindings::__GFP_NOWARN,
@@ -286,6 +379,7 @@ impl OwnedFrames {
     /// Page `i` must be lent ([`OwnedFrames::lend`]), no copy into or out
     /// of it may be in flight, and no other [`LentPage`] of it may exist:
     /// the caller's bookkeeping holds the one right to end the lending.
+    #[inline]
     pub unsafe fn lent(&self, i: usize) -> LentPage<'_> {
         debug_assert!(i < self.nr_pages);
         LentPage {
@@ -348,7 +442,7 @@ impl OwnedFrames {
         let page = self.page(i);
         // SAFETY: a page of the range is in the memory map; its count and
         // flags may be read in any state.
-        unsafe { !bindings::rsmm_page_tail(page) && bindings::rsmm_page_ref_count(page) > 0 }
+        unsafe { !bindings::rsmm_page_tail(page) && ref_count(page) > 0 }
     }
 }
 
@@ -366,12 +460,14 @@ pub struct LentPage<'a> {
 
 impl<'a> LentPage<'a> {
     /// Returns the page's index in its range.
+    #[inline]
     pub fn index(&self) -> usize {
         self.index
     }
 
     /// Hands the right to end the lending to the caller's bookkeeping,
     /// which takes it up again with [`OwnedFrames::lent`].
+    #[inline]
     pub fn keep(self) -> usize {
         self.index
     }
@@ -384,7 +480,7 @@ impl<'a> LentPage<'a> {
     pub fn give_back(self) -> Result<usize, usize> {
         // SAFETY: the page is lent and this value the one right to end the
         // lending (type invariant): its free steps may run.
-        if unsafe { bindings::rsmm_free_pages_prepare(self.frames.page(self.index), 0) } {
+        if unsafe { bindings::rsmm_frames_free_pages_prepare(self.frames.page(self.index), 0) } {
             Ok(self.index)
         } else {
             Err(self.index)
@@ -393,17 +489,15 @@ impl<'a> LentPage<'a> {
 
     /// Whether the page is exactly as its lending left it: no reference,
     /// mapping, mapcount, page flag or memcg charge.  The reference count
-    /// is always checked, and the poison flag whenever some page of the
-    /// system is poisoned (`any_poisoned`); the rest only where the page
+    /// and the poison flag are always checked; the rest only where the page
     /// allocator checks the pages it hands out and takes back
     /// (`check_pages`, from `check_pages_enabled`).
-    fn is_clean(&self, check_pages: bool, any_poisoned: bool) -> bool {
+    #[inline]
+    fn is_clean(&self, check_pages: bool) -> bool {
         let page = self.frames.page(self.index);
         // SAFETY: the page is in the memory map; its fields may be read.
         unsafe {
-            if bindings::rsmm_page_ref_count(page) != 0
-                || (any_poisoned && bindings::rsmm_page_hwpoisoned(page))
-            {
+            if ref_count(page) != 0 || hwpoisoned(page) {
                 return false;
             }
             if !check_pages {
@@ -437,19 +531,17 @@ pub struct ClaimedRun<'a> {
     handed: usize,
     /// `check_pages_enabled`, read once per run.
     check_pages: bool,
-    /// Whether any page of the system was poisoned when the run was
-    /// claimed, read once per run: a page poisoned later is found by its
-    /// next user, as with the page allocator's own pages.
-    any_poisoned: bool,
 }
 
 impl<'a> ClaimedRun<'a> {
     /// Returns the index of the run's first page.
+    #[inline]
     pub fn start(&self) -> usize {
         self.start
     }
 
     /// Returns the number of pages in the run.
+    #[inline]
     pub fn count(&self) -> usize {
         self.count
     }
@@ -470,6 +562,7 @@ impl<'a> ClaimedRun<'a> {
     /// Does not sleep.
     ///
     /// Returns the page back if it is not a page of this run.
+    #[inline]
     pub fn take_lent(&mut self, page: LentPage<'a>) -> Result<(), LentPage<'a>> {
         if !core::ptr::eq(page.frames, self.frames)
             || page.index < self.start
@@ -477,16 +570,17 @@ impl<'a> ClaimedRun<'a> {
         {
             return Err(page);
         }
-        if self.handoff && page.is_clean(self.check_pages, self.any_poisoned) {
+        if self.handoff && page.is_clean(self.check_pages) {
             // SAFETY: the page is lent, clean and ours to end (type
             // invariant of `page`); it becomes a page of the run, handed.
-            unsafe { bindings::rsmm_set_page_refcounted(self.frames.page(page.index)) };
+            unsafe { set_refcounted(self.frames.page(page.index)) };
             // INVARIANT: `handoff` holds, and the page has its reference.
             self.handed += 1;
         } else {
-            // A page in a bad state is reported by the free steps; it is
-            // prepared like the others, as the page allocator does with a
-            // block whose checks failed on the allocation side.
+            // A page in a bad state is reported by the free steps, and
+            // then prepared with the others: the run is the allocation's
+            // already (unlike the page allocator, which would drop the
+            // block and try another).
             let _ = page.give_back();
         }
         Ok(())
@@ -519,8 +613,8 @@ impl<'a> ClaimedRun<'a> {
                     bindings::rsmm_clear_highpage(page);
                 }
                 if tags {
-                    bindings::rsmm_pgalloc_tag_sub(page, 1);
-                    bindings::rsmm_pgalloc_tag_add_current(page, 1);
+                    bindings::rsmm_frames_pgalloc_tag_sub(page, 1);
+                    bindings::rsmm_frames_pgalloc_tag_add_current(page, 1);
                 }
             }
         };
@@ -534,9 +628,9 @@ impl<'a> ClaimedRun<'a> {
             // SAFETY: the run is free (no handoff for compound runs, type
             // invariant) and ours: it becomes one compound page.
             unsafe {
-                bindings::rsmm_post_alloc_hook(first, order, self.gfp);
-                bindings::rsmm_set_page_refcounted(first);
-                bindings::rsmm_prep_compound_page(first, order);
+                bindings::rsmm_frames_post_alloc_hook(first, order, self.gfp);
+                bindings::rsmm_frames_set_page_refcounted(first);
+                bindings::rsmm_frames_prep_compound_page(first, order);
             }
             return first;
         }
@@ -545,7 +639,7 @@ impl<'a> ClaimedRun<'a> {
         while i < end {
             let page = self.frames.page(i);
             // SAFETY: a page of the run; its count may be read.
-            if self.handed > 0 && unsafe { bindings::rsmm_page_ref_count(page) } != 0 {
+            if self.handed > 0 && unsafe { ref_count(page) } != 0 {
                 handed_page(page);
                 i += 1;
                 continue;
@@ -556,7 +650,7 @@ impl<'a> ClaimedRun<'a> {
                 let n = 1usize << order;
                 if let Some(j) = (1..n).find(|&j| {
                     // SAFETY: as above.
-                    unsafe { bindings::rsmm_page_ref_count(self.frames.page(i + j)) != 0 }
+                    unsafe { ref_count(self.frames.page(i + j)) != 0 }
                 }) {
                     order = j.ilog2();
                 }
@@ -565,8 +659,8 @@ impl<'a> ClaimedRun<'a> {
             // ours (type invariant): they get the allocation steps as one
             // block, then one reference each.
             unsafe {
-                bindings::rsmm_post_alloc_hook(page, order, self.gfp);
-                bindings::rsmm_set_page_refcounted(page);
+                bindings::rsmm_frames_post_alloc_hook(page, order, self.gfp);
+                bindings::rsmm_frames_set_page_refcounted(page);
                 if order > 0 {
                     bindings::split_page(page, order);
                 }
@@ -651,7 +745,7 @@ impl ReleasedRun<'_> {
             let what = if !unsafe { bindings::rsmm_put_page_testzero(page) } {
                 PageFate::Referenced
             // SAFETY: the last reference went: the free steps may run.
-            } else if unsafe { bindings::rsmm_free_pages_prepare(page, 0) } {
+            } else if unsafe { bindings::rsmm_frames_free_pages_prepare(page, 0) } {
                 PageFate::Freed
             } else if self.frames.is_hwpoisoned(i) {
                 PageFate::Poisoned

@@ -10,8 +10,8 @@ use kernel::prelude::*;
 
 use crate::area_map::{bitmap_words, summary_words, AreaMap};
 use crate::dmem::{
-    BucketLock, BucketMap, Config, Dmem, Handle, Key, Link, Lock, LockClass, PageAccess,
-    PageSupply, Platform, Slot,
+    BucketLock, BucketMap, Config, Dmem, FillCopy, Handle, IdlePage, Key, Link, Lock, LockClass,
+    PageAccess, PageSupply, Platform, ReadCopy, Slot,
 };
 
 #[cfg(loom)]
@@ -218,7 +218,8 @@ impl<P: Platform> PageSupply for TableSupply<P> {
         })
     }
 
-    fn give_back(&self, page: usize) {
+    fn give_back(&self, page: IdlePage) {
+        let page = page.page();
         self.0.with(|t| {
             let u = t.pages.get_mut(page).expect("page out of range");
             assert!(u.lent, "page {page} given back but not lent");
@@ -258,7 +259,8 @@ impl<P: Platform> PageSupply for AreaSupply<P> {
         self.0.with(|m| m.lend_secondary().ok())
     }
 
-    fn give_back(&self, page: usize) {
+    fn give_back(&self, page: IdlePage) {
+        let page = page.page();
         self.0
             .with(|m| m.return_secondary(page))
             .expect("page given back but not lent");
@@ -327,7 +329,8 @@ impl PageAccess for HostPages {
     type Src = [usize];
     type Dst = [usize];
 
-    fn copy_in(&self, page: usize, src: &[usize]) -> bool {
+    fn copy_in(&self, to: &FillCopy, src: &[usize]) -> bool {
+        let page = to.page();
         if self.is_bad(page) {
             return false;
         }
@@ -337,7 +340,8 @@ impl PageAccess for HostPages {
         true
     }
 
-    fn copy_out(&self, page: usize, dst: &mut [usize]) -> bool {
+    fn copy_out(&self, from: &ReadCopy, dst: &mut [usize]) -> bool {
+        let page = from.page();
         if self.is_bad(page) {
             return false;
         }
