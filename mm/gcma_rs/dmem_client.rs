@@ -336,23 +336,23 @@ pub(crate) fn discard<'a>(area: &'a Area, run: &mut ClaimedRun<'a>) {
     };
     let count = run.count();
     let mut t = start();
-    let mut take = |base: usize, mut mask: u64| {
+    let mut take = |base: usize, mask: u64| {
         t = end(Phase::DmemDiscard, t);
         // The area page of bit 0, which may lie below the range (`base` is
         // aligned to the chunk size); `base + i >= first` for every bit `i`
         // set, so the pages themselves are in it.
         let page0 = run.start().wrapping_sub(first).wrapping_add(base);
-        while mask != 0 {
-            let page = page0 + mask.trailing_zeros() as usize;
-            mask &= mask - 1;
-            // SAFETY: the instance held the page, lent by the supply; it
-            // dropped it for this discard and no copy is in flight any
-            // more, so the run, which claimed it, has the one right to end
-            // the lending.
-            let lent = unsafe { area.frames.lent(page) };
-            if run.take_lent(lent).is_err() {
-                pr_err!("dmem: discarded page {} is not in the claimed run\n", page);
-            }
+        // SAFETY: the instance held the pages, lent by the supply; it
+        // dropped them for this discard and no copy is in flight any more,
+        // so the run, which claimed them, has the one right to end their
+        // lending.
+        let outside = unsafe { run.take_lent_mask(page0, mask) };
+        if outside != 0 {
+            pr_err!(
+                "dmem: discarded pages {:#x} from {} are not in the claimed run\n",
+                outside,
+                page0
+            );
         }
         t = end(Phase::PageState, t);
     };

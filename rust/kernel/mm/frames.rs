@@ -40,7 +40,7 @@
 //! [`include/linux/page_ref.h`](srctree/include/linux/page_ref.h)
 
 use crate::{bindings, c_str, delay::MaySleep, mm::MAX_PAGE_ORDER, str::CStr};
-use core::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicI32, Ordering};
 
 /// `__GFP_COMP` (a compound page), which bindgen does not export as a
 /// constant.
@@ -84,8 +84,10 @@ unsafe fn hwpoisoned(page: *mut bindings::page) -> bool {
         // SAFETY: `flags` of a valid `struct page` is an aligned word that
         // C changes with atomic bit operations; the caller guarantees
         // validity.
-        let flags = unsafe { AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page).flags)) }
-            .load(Ordering::Relaxed);
+        let flags = unsafe {
+            core::sync::atomic::AtomicUsize::from_ptr(core::ptr::addr_of_mut!((*page).flags))
+        }
+        .load(Ordering::Relaxed);
         flags & (1 << bindings::pageflags_PG_hwpoison) != 0
     }
     #[cfg(not(CONFIG_MEMORY_FAILURE))]
@@ -564,26 +566,67 @@ impl<'a> ClaimedRun<'a> {
     /// Returns the page back if it is not a page of this run.
     #[inline]
     pub fn take_lent(&mut self, page: LentPage<'a>) -> Result<(), LentPage<'a>> {
-        if !core::ptr::eq(page.frames, self.frames)
-            || page.index < self.start
-            || page.index - self.start >= self.count
-        {
+        if !core::ptr::eq(page.frames, self.frames) {
             return Err(page);
         }
-        if self.handoff && page.is_clean(self.check_pages) {
-            // SAFETY: the page is lent, clean and ours to end (type
-            // invariant of `page`); it becomes a page of the run, handed.
-            unsafe { set_refcounted(self.frames.page(page.index)) };
-            // INVARIANT: `handoff` holds, and the page has its reference.
-            self.handed += 1;
-        } else {
-            // A page in a bad state is reported by the free steps, and
-            // then prepared with the others: the run is the allocation's
-            // already (unlike the page allocator, which would drop the
-            // block and try another).
-            let _ = page.give_back();
+        // SAFETY: a `LentPage` of our frames is lent, with no copy in
+        // flight, and carries the one right to end its lending (its type
+        // invariant), which passes to the run here.
+        let outside = unsafe { self.take_lent_mask(page.index, 1) };
+        if outside != 0 {
+            return Err(page);
         }
         Ok(())
+    }
+
+    /// Takes the lent pages `base + i` of the run, for each bit `i` of
+    /// `mask`, as [`ClaimedRun::take_lent`] takes one: a chunk of pages
+    /// that their borrower let go of together, taken in one pass.  Page
+    /// indices wrap, so `base` may lie below the range's first page.
+    ///
+    /// Returns the bits of the pages that are not in the run, which are
+    /// left alone.
+    ///
+    /// # Safety
+    ///
+    /// Each page named that is in the run must be lent
+    /// ([`OwnedFrames::lend`]), with no copy into or out of it in flight,
+    /// and the caller must hold the one right to end its lending (no
+    /// [`LentPage`] of it exists), which passes to the run.
+    #[inline]
+    pub unsafe fn take_lent_mask(&mut self, base: usize, mask: u64) -> u64 {
+        let (mut m, mut outside, mut handed) = (mask, 0, 0);
+        while m != 0 {
+            let bit = m & m.wrapping_neg();
+            m ^= bit;
+            let index = base.wrapping_add(bit.trailing_zeros() as usize);
+            if index.wrapping_sub(self.start) >= self.count {
+                outside |= bit;
+                continue;
+            }
+            // INVARIANT: the page is lent and the right to end its lending
+            // is ours (the caller's contract).
+            let page = LentPage {
+                frames: self.frames,
+                index,
+            };
+            if self.handoff && page.is_clean(self.check_pages) {
+                // SAFETY: the page is lent, clean and ours to end; it
+                // becomes a page of the run, handed off.
+                unsafe { set_refcounted(self.frames.page(index)) };
+                handed += 1;
+            } else {
+                // A page in a bad state is reported by the free steps, and
+                // then prepared with the others: the run is the
+                // allocation's already (unlike the page allocator, which
+                // would drop the block and try another).
+                let _ = page.give_back();
+            }
+        }
+        // INVARIANT: `handoff` held for each page counted, and each has
+        // its reference.
+        self.handed += handed;
+        outside
     }
 
     /// Gives the run's pages the state the page allocator gives an
