@@ -201,10 +201,12 @@ pub(crate) unsafe extern "C" fn gcma_stats(
     area: *mut bindings::gcma_area,
     st: *mut bindings::gcma_stats,
 ) {
-    // SAFETY: the caller's contract.
-    let snapshot = unsafe { state_of(area) }.map_or_else(Default::default, Area::stats);
-    // SAFETY: the caller's contract.
-    unsafe { st.write(snapshot) };
+    // SAFETY: `area` is NULL or a descriptor of the table, and `st` is
+    // valid for writes (the caller's contract).
+    unsafe {
+        let snapshot = state_of(area).map_or_else(Default::default, Area::stats);
+        st.write(snapshot);
+    }
 }
 
 /// Copies the allocation latency histogram of an area into `buckets`
@@ -219,12 +221,15 @@ pub(crate) unsafe extern "C" fn gcma_rs_alloc_latency(
     area: *mut bindings::gcma_area,
     buckets: *mut u64,
 ) {
-    // SAFETY: the caller's contract.
-    let state = unsafe { state_of(area) };
-    for i in 0..LAT_BUCKETS {
-        let n = state.map_or(0, |a| a.lat[i].load(Ordering::Relaxed) as u64);
-        // SAFETY: `i` is below the length the caller provides.
-        unsafe { buckets.add(i).write(n) };
+    // SAFETY: `area` is NULL or a descriptor of the table, and `buckets`
+    // is valid for writes of `GCMA_LAT_BUCKETS` values (the caller's
+    // contract), as an array of that many.
+    unsafe {
+        let state = state_of(area);
+        let counts = core::array::from_fn::<u64, LAT_BUCKETS, _>(|i| {
+            state.map_or(0, |a| a.lat[i].load(Ordering::Relaxed) as u64)
+        });
+        buckets.cast::<[u64; LAT_BUCKETS]>().write_unaligned(counts);
     }
 }
 

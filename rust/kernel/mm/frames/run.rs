@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The states of pages on their way to and from an allocation: the run an
+//! allocation assembles ([`ClaimedRun`]) and an allocation its owner let
+//! go of ([`ReleasedRun`]).
+
+use super::{block_order, ref_count, set_refcounted, LentPage, OwnedFrames, GFP_COMP};
+use crate::bindings;
+
+/// A run of pages an allocation is assembling.
+///
+/// # Invariants
+///
+/// Pages `start..start + count` of `frames` were claimed for this
+/// allocation alone; each is free, lent (to be taken through
+/// [`ClaimedRun::take_lent`]), or one of the `handed` lent pages taken as
+/// they are: allocation steps done and one reference, by which `finish`
+/// tells them apart (a free page has none).  `handed` is 0 unless
+/// `handoff`.
+#[must_use = "a claimed run is finished into an allocation or given up"]
+pub struct ClaimedRun<'a> {
+    frames: &'a OwnedFrames,
+    start: usize,
+    count: usize,
+    gfp: bindings::gfp_t,
+    handoff: bool,
+    handed: usize,
+    /// `check_pages_enabled`, read once per run.
+    check_pages: bool,
+}
+
+impl<'a> ClaimedRun<'a> {
+    /// Makes the run; see [`OwnedFrames::claim`], whose contract gives the
+    /// type invariant.
+    pub(super) fn new(
+        frames: &'a OwnedFrames,
+        start: usize,
+        count: usize,
+        gfp: bindings::gfp_t,
+        handoff: bool,
+        check_pages: bool,
+    ) -> Self {
+        Self {
+            frames,
+            start,
+            count,
+            gfp,
+            handoff,
+            handed: 0,
+            check_pages,
+        }
+    }
+
+    /// Returns the index of the run's first page.
+    #[inline]
+    pub fn start(&self) -> usize {
+        self.start
+    }
+
+    /// Returns the number of pages in the run.
+    #[inline]
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Returns how many lent pages the run took as they are.
+    pub fn handed(&self) -> usize {
+        self.handed
+    }
+
+    /// Takes a lent page of the run, which its borrower let go of.
+    ///
+    /// A page exactly as its lending left it becomes a page of the
+    /// allocation as it is (it gets its reference; page_owner and the
+    /// allocation tag keep the lending as its allocation until `finish`
+    /// moves the tag), when the allocation allows it (plain pages, and no
+    /// tag-based KASAN).  Otherwise it gets the free steps, whose checks
+    /// report a page in a bad state, and is prepared with the free pages.
+    /// Does not sleep.
+    ///
+    /// Returns the page back if it is not a page of this run.
+    #[inline]
+    pub fn take_lent(&mut self, page: LentPage<'a>) -> Result<(), LentPage<'a>> {
+        if !core::ptr::eq(page.frames, self.frames) {
+            return Err(page);
+        }
+        // SAFETY: a `LentPage` of our frames is lent, with no copy in
+        // flight, and carries the one right to end its lending (its type
+        // invariant), which passes to the run here.
+        let outside = unsafe { self.take_lent_mask(page.index, 1) };
+        if outside != 0 {
+            return Err(page);
+        }
+        Ok(())
+    }
+
+    /// Takes the lent pages `base + i` of the run, for each bit `i` of
+    /// `mask`, as [`ClaimedRun::take_lent`] takes one: a chunk of pages
+    /// that their borrower let go of together, taken in one pass.  Page
+    /// indices wrap, so `base` may lie below the range's first page.
+    ///
+    /// Returns the bits of the pages that are not in the run, which are
+    /// left alone.
+    ///
+    /// # Safety
+    ///
+    /// Each page named that is in the run must be lent
+    /// ([`OwnedFrames::lend`]), with no copy into or out of it in flight,
+    /// and the caller must hold the one right to end its lending (no
+    /// [`LentPage`] of it exists), which passes to the run.
+    #[inline]
+    pub unsafe fn take_lent_mask(&mut self, base: usize, mask: u64) -> u64 {
+        let (mut m, mut outside, mut handed) = (mask, 0, 0);
+        while m != 0 {
+            let bit = m & m.wrapping_neg();
+            m ^= bit;
+            let index = base.wrapping_add(bit.trailing_zeros() as usize);
+            if index.wrapping_sub(self.start) >= self.count {
+                outside |= bit;
+                continue;
+            }
+            // INVARIANT: the page is lent and the right to end its lending
+            // is ours (the caller's contract).
+            let page = LentPage {
+                frames: self.frames,
+                index,
+            };
+            if self.handoff && page.is_clean(self.check_pages) {
+                // SAFETY: the page is lent, clean and ours to end; it
+                // becomes a page of the run, handed off.
+                unsafe { set_refcounted(self.frames.page(index)) };
+                handed += 1;
+            } else {
+                // A page in a bad state is reported by the free steps, and
+                // then prepared with the others: the run is the
+                // allocation's already (unlike the page allocator, which
+                // would drop the block and try another).
+                let _ = page.give_back();
+            }
+        }
+        // INVARIANT: `handoff` held for each page counted, and each has
+        // its reference.
+        self.handed += handed;
+        outside
+    }
+
+    /// Gives the run's pages the state the page allocator gives an
+    /// allocation with the run's `gfp`, and returns the first page.
+    ///
+    /// Free pages get `post_alloc_hook()` a naturally aligned block at a
+    /// time, then one reference each; with `__GFP_COMP` (a power-of-two
+    /// count) the run becomes one compound page with one reference on its
+    /// head.  Handed-off pages keep their allocation steps; they are zeroed
+    /// if the allocation asks for it or `init_on_free` wants a page's data
+    /// gone before its next owner, and the allocation's tag replaces the
+    /// lending's.  The pages are the caller's from here on.
+    pub fn finish(self) -> *mut bindings::page {
+        let first = self.frames.page(self.start);
+        let (base, end) = (self.start, self.start + self.count);
+        // SAFETY: FFI calls reading the gfp flags and boot-time settings.
+        let zero = unsafe {
+            bindings::rsmm_want_init_on_alloc(self.gfp) || bindings::rsmm_want_init_on_free()
+        };
+        // SAFETY: FFI call reading a static key.
+        let tags = unsafe { bindings::rsmm_mem_alloc_profiling_enabled() };
+        let handed_page = |page: *mut bindings::page| {
+            // SAFETY: a handed-off page of the run, allocated and ours
+            // (type invariant): it may be written, and its tag moved.
+            unsafe {
+                if zero {
+                    bindings::rsmm_clear_highpage(page);
+                }
+                if tags {
+                    bindings::rsmm_frames_pgalloc_tag_sub(page, 1);
+                    bindings::rsmm_frames_pgalloc_tag_add_current(page, 1);
+                }
+            }
+        };
+        if self.handed == self.count {
+            // The whole run, as it is when the area was fully lent.
+            (base..end).for_each(|i| handed_page(self.frames.page(i)));
+            return first;
+        }
+        if self.gfp & GFP_COMP != 0 && self.count.is_power_of_two() {
+            let order = self.count.ilog2();
+            // SAFETY: the run is free (no handoff for compound runs, type
+            // invariant) and ours: it becomes one compound page.
+            unsafe {
+                bindings::rsmm_frames_post_alloc_hook(first, order, self.gfp);
+                bindings::rsmm_frames_set_page_refcounted(first);
+                bindings::rsmm_frames_prep_compound_page(first, order);
+            }
+            return first;
+        }
+        let pfn_base = self.frames.base_pfn;
+        let mut i = base;
+        while i < end {
+            let page = self.frames.page(i);
+            // SAFETY: a page of the run; its count may be read.
+            if self.handed > 0 && unsafe { ref_count(page) } != 0 {
+                handed_page(page);
+                i += 1;
+                continue;
+            }
+            let mut order = block_order(pfn_base + i, pfn_base + end);
+            if self.handed > 0 {
+                // The block stops before the first handed-off page in it.
+                let n = 1usize << order;
+                if let Some(j) = (1..n).find(|&j| {
+                    // SAFETY: as above.
+                    unsafe { ref_count(self.frames.page(i + j)) != 0 }
+                }) {
+                    order = j.ilog2();
+                }
+            }
+            // SAFETY: pages `i..i + (1 << order)` of the run are free and
+            // ours (type invariant): they get the allocation steps as one
+            // block, then one reference each.
+            unsafe {
+                bindings::rsmm_frames_post_alloc_hook(page, order, self.gfp);
+                bindings::rsmm_frames_set_page_refcounted(page);
+                if order > 0 {
+                    bindings::split_page(page, order);
+                }
+            }
+            i += 1 << order;
+        }
+        first
+    }
+
+    /// Makes the run take no lent page as it is: each gets the free steps
+    /// instead (a run that will be given up, as one with poisoned pages).
+    /// Has no effect once a page was handed off.
+    pub fn forbid_handoff(&mut self) {
+        if self.handed == 0 {
+            self.handoff = false;
+        }
+    }
+
+    /// Gives up a run that took no lent page as it is (`handed() == 0`, as
+    /// when no handoff was allowed): every page of it is free again.
+    /// Returns the run's start and count, for the caller's bookkeeping to
+    /// free, or the run itself if it holds handed-off pages.
+    pub fn give_up(self) -> Result<(usize, usize), Self> {
+        if self.handed > 0 {
+            return Err(self);
+        }
+        Ok((self.start, self.count))
+    }
+}
+
+/// What became of a released page (see [`ReleasedRun::put`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageFate {
+    /// Its last reference went: it is free.
+    Freed,
+    /// Someone still holds a reference: the page allocator's free paths
+    /// give it back to the owner when the last one goes.
+    Referenced,
+    /// Its last reference went and it is hardware-poisoned: it must be
+    /// kept out of use for good.
+    Poisoned,
+    /// Its last reference went and the free steps found it in a bad state
+    /// (and reported it): it must be kept out of use.
+    Bad,
+}
+
+/// An allocation whose owner let go of it.
+///
+/// # Invariants
+///
+/// Pages `start..start + count` of `frames` are an allocation made by
+/// [`ClaimedRun::finish`] (or part of one of plain pages) that its owner
+/// released, and this value is the only release of them.
+pub struct ReleasedRun<'a> {
+    frames: &'a OwnedFrames,
+    start: usize,
+    count: usize,
+}
+
+impl<'a> ReleasedRun<'a> {
+    /// Makes the run; see [`OwnedFrames::released`], whose contract gives
+    /// the type invariant.
+    pub(super) fn new(frames: &'a OwnedFrames, start: usize, count: usize) -> Self {
+        Self {
+            frames,
+            start,
+            count,
+        }
+    }
+
+    /// Drops the owner's references.
+    ///
+    /// A compound page goes through `put_page()`, the teardown and free
+    /// path of any folio; the free path gives it back to the owner when its
+    /// last reference goes (now, or later).  Each plain page is passed to
+    /// `fate` with what became of it; pages whose last reference went get
+    /// the free steps first.  Returns `false` for a compound page (`fate`
+    /// is not called), `true` for plain pages.
+    pub fn put(self, mut fate: impl FnMut(usize, PageFate)) -> bool {
+        let first = self.frames.page(self.start);
+        // SAFETY: the allocation is ours to release (type invariant); a
+        // head page stands for its whole compound page.
+        if unsafe { bindings::rsmm_page_head(first) } {
+            // SAFETY: as above: the owner's reference is dropped once.
+            unsafe { bindings::rsmm_put_page(first) };
+            return false;
+        }
+        for i in self.start..self.start + self.count {
+            let page = self.frames.page(i);
+            // SAFETY: a plain page of the allocation, whose owner's
+            // reference this drops once (type invariant).
+            let what = if !unsafe { bindings::rsmm_put_page_testzero(page) } {
+                PageFate::Referenced
+            // SAFETY: the last reference went: the free steps may run.
+            } else if unsafe { bindings::rsmm_frames_free_pages_prepare(page, 0) } {
+                PageFate::Freed
+            } else if self.frames.is_hwpoisoned(i) {
+                PageFate::Poisoned
+            } else {
+                PageFate::Bad
+            };
+            fate(i, what);
+        }
+        true
+    }
+}
