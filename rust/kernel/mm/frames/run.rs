@@ -110,23 +110,28 @@ impl<'a> ClaimedRun<'a> {
     /// [`LentPage`] of it exists), which passes to the run.
     #[inline]
     pub unsafe fn take_lent_mask(&mut self, base: usize, mask: u64) -> u64 {
+        let (start, count) = (self.start, self.count);
         let (mut m, mut outside, mut handed) = (mask, 0, 0);
+        // The run's flags, read once: the compiler cannot keep them in
+        // registers across the stores to the pages.
+        let (handoff, check_pages) = (self.handoff, self.check_pages);
         while m != 0 {
-            let bit = m & m.wrapping_neg();
-            m ^= bit;
-            let index = base.wrapping_add(bit.trailing_zeros() as usize);
-            if index.wrapping_sub(self.start) >= self.count {
-                outside |= bit;
+            let i = m.trailing_zeros() as usize;
+            m &= m - 1;
+            // Indices wrap: `base` may lie below the run.
+            let index = base.wrapping_add(i);
+            if index.wrapping_sub(start) >= count {
+                outside |= 1 << i;
                 continue;
             }
             // INVARIANT: the page is lent and the right to end its lending
             // is ours (the caller's contract).
-            let page = LentPage {
+            let lent = LentPage {
                 frames: self.frames,
                 index,
             };
-            if self.handoff && page.is_clean(self.check_pages) {
-                // SAFETY: the page is lent, clean and ours to end; it
+            if handoff && lent.is_clean(check_pages) {
+                // SAFETY: the page is lent, clean, and ours to end: it
                 // becomes a page of the run, handed off.
                 unsafe { set_refcounted(self.frames.page(index)) };
                 handed += 1;
@@ -135,7 +140,7 @@ impl<'a> ClaimedRun<'a> {
                 // then prepared with the others: the run is the
                 // allocation's already (unlike the page allocator, which
                 // would drop the block and try another).
-                let _ = page.give_back();
+                let _ = lent.give_back();
             }
         }
         // INVARIANT: `handoff` held for each page counted, and each has
@@ -177,8 +182,11 @@ impl<'a> ClaimedRun<'a> {
             }
         };
         if self.handed == self.count {
-            // The whole run, as it is when the area was fully lent.
-            (base..end).for_each(|i| handed_page(self.frames.page(i)));
+            // The whole run, as it is when the area was fully lent: nothing
+            // to do unless pages are zeroed or tags moved.
+            if zero || tags {
+                (base..end).for_each(|i| handed_page(self.frames.page(i)));
+            }
             return first;
         }
         if self.gfp & GFP_COMP != 0 && self.count.is_power_of_two() {
