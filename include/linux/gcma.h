@@ -167,8 +167,8 @@ void gcma_release_done(const struct gcma_area *area, unsigned long pfn,
 		       unsigned long count);
 void gcma_release_refused(const struct gcma_area *area, unsigned long pfn,
 			  unsigned long count, const char *why);
-struct alloc_tag *gcma_lend_tag_enter(void);
-void gcma_lend_tag_exit(struct alloc_tag *old);
+struct alloc_tag *gcma_lend_tag_enter(struct alloc_tag **old);
+void gcma_lend_tag_exit(struct alloc_tag *tag, struct alloc_tag *old);
 struct kobject *gcma_sysfs_dir(void);
 
 /**

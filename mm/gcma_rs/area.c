@@ -130,22 +130,30 @@ struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 
 /**
  * gcma_lend_tag_enter() - make the tag of lent pages current
+ * @old: set to the tag that was current, for gcma_lend_tag_exit()
  *
  * Allocation profiling counts pages lent to DMEM under this tag, whoever's
  * reclaim or swap-out stores a copy in them.
  *
- * Return: the tag to restore with gcma_lend_tag_exit().
+ * Return: the tag made current (NULL without allocation profiling).
  */
-struct alloc_tag *gcma_lend_tag_enter(void)
+struct alloc_tag *gcma_lend_tag_enter(struct alloc_tag **old)
 {
+#ifdef CONFIG_MEM_ALLOC_PROFILING
 	DEFINE_ALLOC_TAG(gcma_lend_tag);
 
-	return alloc_tag_save(&gcma_lend_tag);
+	*old = alloc_tag_save(&gcma_lend_tag);
+	return &gcma_lend_tag;
+#else
+	*old = NULL;
+	return NULL;
+#endif
 }
 
-void gcma_lend_tag_exit(struct alloc_tag *old)
+/* Restores @old, checking (under debugging) that @tag is still current. */
+void gcma_lend_tag_exit(struct alloc_tag *tag, struct alloc_tag *old)
 {
-	alloc_tag_restore(current->alloc_tag, old);
+	alloc_tag_restore(tag, old);
 }
 
 #ifdef CONFIG_SYSFS

@@ -231,20 +231,25 @@ impl PageSupply for AreaSupply {
 /// `/proc/allocinfo` counts the pages lent to DMEM under it, whoever's
 /// reclaim or swap-out stores a copy in them.  A tag is a static object
 /// that a C macro makes, so `area.c` holds it.
-struct LendTag(*mut bindings::alloc_tag);
+struct LendTag {
+    tag: *mut bindings::alloc_tag,
+    old: *mut bindings::alloc_tag,
+}
 
 impl LendTag {
     fn enter() -> Self {
-        // SAFETY: FFI call without preconditions; `Drop` restores.
-        Self(unsafe { bindings::gcma_lend_tag_enter() })
+        let mut old = core::ptr::null_mut();
+        // SAFETY: FFI call; `old` is valid for writes; `Drop` restores.
+        let tag = unsafe { bindings::gcma_lend_tag_enter(&mut old) };
+        Self { tag, old }
     }
 }
 
 impl Drop for LendTag {
     fn drop(&mut self) {
         // SAFETY: restores what `enter` saved, on the same task: the
-        // guard is neither `Send` (raw pointer) nor leaked between.
-        unsafe { bindings::gcma_lend_tag_exit(self.0) };
+        // guard is neither `Send` (raw pointers) nor leaked between.
+        unsafe { bindings::gcma_lend_tag_exit(self.tag, self.old) };
     }
 }
 
