@@ -16,7 +16,9 @@
 //!   semantics go through its [`WriteGuard`], in a preallocation step that
 //!   may sleep and a store that neither sleeps nor allocates;
 //! - a debugfs view of a tree's counters (`bonsai/<name>/stats`, through
-//!   the C glue in `debugfs.c`).
+//!   the C glue in `debugfs.c`);
+//! - with `CONFIG_BONSAI_VMA`, the VMA index of every address space
+//!   ([`vma`]), on the same writer core as [`RangeTree`].
 //!
 //! See `Documentation/mm/bonsai.rst`.
 
@@ -44,6 +46,8 @@ pub use write_guard::WriteGuard;
 
 #[cfg(CONFIG_BONSAI_KUNIT_TEST)]
 mod tests;
+#[cfg(CONFIG_BONSAI_VMA)]
+mod vma;
 
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"bonsai\0";
@@ -86,8 +90,10 @@ unsafe impl tree::ReadSide for rcu::Guard<'_> {}
 /// batch (one `call_rcu()`).
 pub const RETIRE_BATCH: usize = 64;
 
-/// What the writer mutex protects.
-struct WriterState<V> {
+/// What a tree's writer lock protects: the writer mutex of a
+/// [`RangeTree`], the mmap write lock for the VMA index of an address
+/// space.  Its fields are the crate's own.
+pub struct WriterState<V> {
     /// Nodes for the next updates.
     reserve: tree::NodeReserve<V>,
     /// Nodes retired since the last batch was handed to RCU.
@@ -97,6 +103,55 @@ struct WriterState<V> {
     spare: Option<KBox<RetireBatch<V>>>,
     /// Batches handed to RCU.
     batches: usize,
+}
+
+impl<V> WriterState<V> {
+    /// An empty state: no reserve, nothing pending.
+    pub(crate) fn new() -> Self {
+        Self {
+            reserve: tree::NodeReserve::new(),
+            pending: tree::RetiredList::new(),
+            spare: None,
+            batches: 0,
+        }
+    }
+
+    /// Moves the pending nodes into the spare batch, if there are any.
+    pub(crate) fn take_batch(&mut self) -> Option<KBox<RetireBatch<V>>> {
+        if self.pending.is_empty() {
+            return None;
+        }
+        let mut b = self.spare.take()?;
+        // INVARIANT: the writer sections that retired these nodes have
+        // ended; the caller hands the batch to `drop_after_gp`.
+        b.list.append(&mut self.pending);
+        self.batches += 1;
+        Some(b)
+    }
+}
+
+/// The sizes of a writer state as of the end of the last writer section,
+/// for readers of the counters that do not take the writer lock.
+#[derive(Default)]
+pub(crate) struct Hints {
+    /// Nodes in the writer's reserve.
+    pub(crate) reserve: AtomicUsize,
+    /// Whether the writer holds a spare batch.
+    pub(crate) spare: AtomicBool,
+    /// Retired nodes pending.
+    pub(crate) pending: AtomicUsize,
+    /// Batches handed to RCU.
+    pub(crate) batches: AtomicUsize,
+}
+
+impl Hints {
+    /// Publishes the sizes of `st`.
+    pub(crate) fn publish<V>(&self, st: &WriterState<V>) {
+        self.reserve.store(st.reserve.len(), Ordering::Relaxed);
+        self.spare.store(st.spare.is_some(), Ordering::Relaxed);
+        self.pending.store(st.pending.len(), Ordering::Relaxed);
+        self.batches.store(st.batches, Ordering::Relaxed);
+    }
 }
 
 /// A snapshot of a tree's counters; see [`RangeTree::counters`].
@@ -142,14 +197,8 @@ pub struct RangeTree<V: Copy + Send + Sync + 'static> {
     tree: tree::Tree<V>,
     #[pin]
     writer: Mutex<WriterState<V>>,
-    /// Nodes in the writer's reserve, as of the last writer section.
-    reserve_hint: AtomicUsize,
-    /// Whether the writer holds a spare batch, as of the last section.
-    spare_hint: AtomicBool,
-    /// Retired nodes pending, as of the last writer section.
-    pending_hint: AtomicUsize,
-    /// Batches handed to RCU.
-    batches: AtomicUsize,
+    /// The writer state's sizes, as of the last writer section.
+    hints: Hints,
     debugfs: AtomicPtr<bindings::bonsai_debugfs>,
 }
 
@@ -163,16 +212,8 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
     pub fn with_params(params: tree::BalanceParams) -> impl PinInit<Self> {
         pin_init!(Self {
             tree: tree::Tree::with_params(params),
-            writer <- new_mutex!(WriterState {
-                reserve: tree::NodeReserve::new(),
-                pending: tree::RetiredList::new(),
-                spare: None,
-                batches: 0,
-            }),
-            reserve_hint: AtomicUsize::new(0),
-            spare_hint: AtomicBool::new(false),
-            pending_hint: AtomicUsize::new(0),
-            batches: AtomicUsize::new(0),
+            writer <- new_mutex!(WriterState::new()),
+            hints: Hints::default(),
             debugfs: AtomicPtr::new(ptr::null_mut()),
         })
     }
@@ -180,23 +221,7 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
     /// Publishes the writer state's sizes for lock-free readers of the
     /// counters and for the next update's top-up.
     fn publish_hints(&self, st: &WriterState<V>) {
-        self.reserve_hint.store(st.reserve.len(), Ordering::Relaxed);
-        self.spare_hint.store(st.spare.is_some(), Ordering::Relaxed);
-        self.pending_hint.store(st.pending.len(), Ordering::Relaxed);
-        self.batches.store(st.batches, Ordering::Relaxed);
-    }
-
-    /// Moves the pending nodes into the spare batch, if there are any.
-    fn take_batch(st: &mut WriterState<V>) -> Option<KBox<RetireBatch<V>>> {
-        if st.pending.is_empty() {
-            return None;
-        }
-        let mut b = st.spare.take()?;
-        // INVARIANT: the writer sections that retired these nodes have
-        // ended; the caller hands the batch to `drop_after_gp`.
-        b.list.append(&mut st.pending);
-        st.batches += 1;
-        Some(b)
+        self.hints.publish(st);
     }
 
     /// Runs `f` as the only writer, with a reserve filled beforehand.
@@ -214,9 +239,9 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
             // Racy top-up: another writer may consume nodes meanwhile, in
             // which case the check under the mutex sends us round again.
             let want = self.tree.reserve_bound();
-            let have = self.reserve_hint.load(Ordering::Relaxed);
+            let have = self.hints.reserve.load(Ordering::Relaxed);
             local.fill(want.saturating_sub(have), GFP_KERNEL)?;
-            if spare.is_none() && !self.spare_hint.load(Ordering::Relaxed) {
+            if spare.is_none() && !self.hints.spare.load(Ordering::Relaxed) {
                 spare = Some(RetireBatch::new_box(GFP_KERNEL)?);
             }
 
@@ -237,7 +262,7 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
                 f(&mut w)
             };
             let batch = if st.pending.len() >= RETIRE_BATCH {
-                Self::take_batch(st)
+                st.take_batch()
             } else {
                 None
             };
@@ -282,7 +307,8 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
     pub fn write(&self) -> WriteGuard<'_, V> {
         // INVARIANT: the guard is one of `self.writer`.
         WriteGuard {
-            tree: self,
+            tree: &self.tree,
+            hints: &self.hints,
             st: self.writer.lock(),
         }
     }
@@ -293,7 +319,7 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
     fn hand_off(&self) -> tree::RetiredList<V> {
         let mut guard = self.writer.lock();
         let st = &mut *guard;
-        let batch = Self::take_batch(st);
+        let batch = st.take_batch();
         let orphans = mem::take(&mut st.pending);
         self.publish_hints(st);
         drop(guard);
@@ -396,9 +422,9 @@ impl<V: Copy + Send + Sync + 'static> RangeTree<V> {
         Counters {
             ranges: self.tree.len(),
             tree: self.tree.stats(),
-            rcu_batches: self.batches.load(Ordering::Relaxed),
-            nodes_pending: self.pending_hint.load(Ordering::Relaxed),
-            nodes_reserved: self.reserve_hint.load(Ordering::Relaxed),
+            rcu_batches: self.hints.batches.load(Ordering::Relaxed),
+            nodes_pending: self.hints.pending.load(Ordering::Relaxed),
+            nodes_reserved: self.hints.reserve.load(Ordering::Relaxed),
         }
     }
 

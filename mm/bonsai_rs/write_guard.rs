@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! [`WriteGuard`], the writer of a [`RangeTree`] for range stores in two
+//! [`WriteGuard`], the writer of a Bonsai tree for range stores in two
 //! steps: a preallocation that may sleep, then a store that neither
-//! sleeps nor allocates.
+//! sleeps nor allocates.  One writer core for both users: a
+//! [`RangeTree`], whose writer lock is its mutex, and the VMA index of an
+//! address space ([`crate::vma`]), whose writer lock is the mmap lock held
+//! for writing.
+//!
+//! [`RangeTree`]: crate::RangeTree
 
+use core::ops::DerefMut;
 use kernel::{
     alloc::Flags,
     prelude::*,
@@ -13,10 +19,15 @@ use kernel::{
     },
 };
 
-use crate::{retire::RetireBatch, tree, RangeTree, WriterState, RETIRE_BATCH};
+use crate::{retire::RetireBatch, tree, Hints, WriterState, RETIRE_BATCH};
 
-/// The writer of a [`RangeTree`] for range stores, holding its writer
-/// mutex; made by [`RangeTree::write`].
+/// The guard of a [`RangeTree`](crate::RangeTree)'s writer mutex.
+pub(crate) type MutexState<'a, V> = Guard<'a, WriterState<V>, MutexBackend>;
+
+/// The writer of a Bonsai tree for range stores, holding its writer lock:
+/// made by [`RangeTree::write`](crate::RangeTree::write) (`S` is then the guard of the tree's
+/// mutex) or by the VMA index under the mmap write lock (`S` borrows the
+/// index's writer state, which that lock protects).
 ///
 /// A range store comes in two steps, as in the maple tree
 /// (`mas_preallocate()`, then `mas_store_prealloc()`):
@@ -35,22 +46,32 @@ use crate::{retire::RetireBatch, tree, RangeTree, WriterState, RETIRE_BATCH};
 /// Nothing else changes the tree while the guard lives, so a store after
 /// the preallocation for the same range, with no other store in between,
 /// does not fail.  Nodes the store does not use stay in the reserve for
-/// the next update (or until [`RangeTree::shrink`]).  Replaced nodes join
+/// the next update (or until [`RangeTree::shrink`](crate::RangeTree::shrink)).  Replaced nodes join
 /// the pending list; when the guard is dropped, a full batch of them
 /// ([`RETIRE_BATCH`]) goes to RCU with one callback, which neither
 /// allocates nor sleeps either.
 ///
 /// # Invariants
 ///
-/// `st` is a guard of `tree.writer`: the writer mutex is held while the
-/// value lives.  The writer state's spare batch box is present whenever
-/// its pending list is not empty.
-pub struct WriteGuard<'a, V: Copy + Send + Sync + 'static> {
-    pub(crate) tree: &'a RangeTree<V>,
-    pub(crate) st: Guard<'a, WriterState<V>, MutexBackend>,
+/// `st` is the writer state of `tree`, and the tree's writer lock is held
+/// while the value lives.  `hints` are the hints of that state.  The
+/// writer state's spare batch box is present whenever its pending list is
+/// not empty.
+pub struct WriteGuard<'a, V, S = MutexState<'a, V>>
+where
+    V: Copy + Send + Sync + 'static,
+    S: DerefMut<Target = WriterState<V>>,
+{
+    pub(crate) tree: &'a tree::Tree<V>,
+    pub(crate) hints: &'a Hints,
+    pub(crate) st: S,
 }
 
-impl<V: Copy + Send + Sync + 'static> WriteGuard<'_, V> {
+impl<V, S> WriteGuard<'_, V, S>
+where
+    V: Copy + Send + Sync + 'static,
+    S: DerefMut<Target = WriterState<V>>,
+{
     /// Runs `f` on a writer of the tree, with the guard's reserve and
     /// pending list, and whether the spare batch box is present.
     fn with_writer<R>(&mut self, f: impl FnOnce(&mut tree::Writer<'_, V>, bool) -> R) -> R {
@@ -59,10 +80,10 @@ impl<V: Copy + Send + Sync + 'static> WriteGuard<'_, V> {
         let r = {
             // SAFETY: by the type invariant the writer mutex is held while
             // `self` lives; the writer is dropped at the end of this block.
-            let mut w = unsafe { self.tree.tree.writer(&mut st.reserve, &mut st.pending) };
+            let mut w = unsafe { self.tree.writer(&mut st.reserve, &mut st.pending) };
             f(&mut w, spare)
         };
-        self.tree.publish_hints(st);
+        self.hints.publish(st);
         r
     }
 
@@ -76,7 +97,7 @@ impl<V: Copy + Send + Sync + 'static> WriteGuard<'_, V> {
             }
             Ok(())
         });
-        self.tree.publish_hints(st);
+        self.hints.publish(st);
         r
     }
 
@@ -142,18 +163,39 @@ impl<V: Copy + Send + Sync + 'static> WriteGuard<'_, V> {
     pub fn reserve_len(&self) -> usize {
         self.st.reserve.len()
     }
+
+    /// Fills the reserve to `need` nodes more than [`tree::Tree::reserve_bound`]
+    /// and provides the spare batch box, allocating with `flags`: what
+    /// one insert or remove needs, plus `need`.
+    pub(crate) fn preallocate_bound(&mut self, need: usize, flags: Flags) -> Result {
+        let bound = self.tree.reserve_bound();
+        self.preallocate(bound.saturating_add(need), flags)
+    }
+
+    /// Runs `f` on a writer of the tree (for the plain inserts and removes
+    /// and the checks of the VMA index).
+    pub(crate) fn with_tree_writer<R>(
+        &mut self,
+        f: impl FnOnce(&mut tree::Writer<'_, V>) -> R,
+    ) -> R {
+        self.with_writer(|w, _| f(w))
+    }
 }
 
-impl<V: Copy + Send + Sync + 'static> Drop for WriteGuard<'_, V> {
+impl<V, S> Drop for WriteGuard<'_, V, S>
+where
+    V: Copy + Send + Sync + 'static,
+    S: DerefMut<Target = WriterState<V>>,
+{
     fn drop(&mut self) {
         let st = &mut *self.st;
         let batch = if st.pending.len() >= RETIRE_BATCH {
-            RangeTree::<V>::take_batch(st)
+            st.take_batch()
         } else {
             None
         };
-        self.tree.publish_hints(st);
-        // Under the mutex still (`st` is dropped after this body):
+        self.hints.publish(st);
+        // Under the writer lock still (`st` is dropped after this body):
         // `call_rcu()` neither sleeps nor allocates.
         if let Some(b) = batch {
             rcu::drop_after_gp(b);

@@ -172,6 +172,16 @@ void rust_helper_rsmm_mmap_write_unlock(struct mm_struct *mm)
 	mmap_write_unlock(mm);
 }
 
+bool rust_helper_rsmm_mmap_read_trylock(struct mm_struct *mm)
+{
+	return mmap_read_trylock(mm);
+}
+
+void rust_helper_rsmm_mmap_assert_write_locked(struct mm_struct *mm)
+{
+	mmap_assert_write_locked(mm);
+}
+
 unsigned long rust_helper_rsmm_task_size_max(void)
 {
 	return TASK_SIZE_MAX;

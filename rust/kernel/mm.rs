@@ -17,7 +17,7 @@ pub mod page_ref;
 pub mod virt;
 pub mod zone;
 
-pub use mmap::{Mm, MmWithUser, MmapReadGuard};
+pub use mmap::{Mm, MmWithUser, MmapReadGuard, MmapWriteLocked};
 
 pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 

@@ -344,6 +344,11 @@ impl<V: Copy> Tree<V> {
         }
     }
 
+    /// The size of a node, the memory one range costs.
+    pub const fn node_size() -> usize {
+        core::mem::size_of::<Node<V>>()
+    }
+
     /// The balance parameters.
     pub fn params(&self) -> BalanceParams {
         self.params

@@ -234,6 +234,24 @@ pub struct MmapReadGuard<'a> {
 }
 
 impl<'a> MmapReadGuard<'a> {
+    /// The address space whose lock is held.
+    pub fn mm(&self) -> &'a MmWithUser {
+        self.mm
+    }
+
+    /// The lowest VMA that ends above `addr` (`find_vma()`), borrowed for
+    /// as long as the guard is.
+    pub fn find_vma(&self, addr: usize) -> Option<&VmaRef> {
+        // SAFETY: the mm is live and its mmap lock held (type invariant).
+        let vma = unsafe { bindings::find_vma(self.mm.as_raw(), addr) };
+        if vma.is_null() {
+            return None;
+        }
+        // SAFETY: `vma` belongs to this mm, whose mmap lock is held for as
+        // long as `self` is borrowed.
+        Some(unsafe { VmaRef::from_raw(vma) })
+    }
+
     /// Returns the VMA that contains `addr`, if any.
     ///
     /// The reference lives as long as the guard borrow: the lock protects
@@ -272,5 +290,83 @@ impl Drop for MmapReadGuard<'_> {
     fn drop(&mut self) {
         // SAFETY: the lock is held (type invariant) and released once.
         unsafe { bindings::rsmm_mmap_read_unlock(self.mm.as_raw()) };
+    }
+}
+
+/// Proof that the mmap lock of an address space is held for writing, for
+/// Rust code that C calls with the lock held (the hooks where the VMA set
+/// of an address space changes).
+///
+/// Not `Send`: the lock belongs to the task that took it.  A writer of a
+/// structure protected by the mmap lock borrows the token mutably, so that
+/// one token makes one writer at a time.
+///
+/// # Invariants
+///
+/// The mmap lock of `mm` is held for writing for all of `'a`.
+pub struct MmapWriteLocked<'a> {
+    mm: &'a Mm,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl<'a> MmapWriteLocked<'a> {
+    /// Vouches that the mmap lock of `mm` is held for writing.  With
+    /// lockdep (or `CONFIG_DEBUG_VM`) the claim is checked.
+    ///
+    /// # Safety
+    ///
+    /// For all of `'a`, the caller holds the mmap lock of `mm` for writing
+    /// (or has `mm` to itself, before it is published or after its last
+    /// user is gone), and makes no other token for `mm` while this one
+    /// lives.
+    pub unsafe fn assume(mm: &'a Mm) -> Self {
+        #[cfg(any(CONFIG_LOCKDEP, CONFIG_DEBUG_VM))]
+        // SAFETY: `mm` is live (`Mm`'s invariant); the assertion only reads.
+        unsafe {
+            bindings::rsmm_mmap_assert_write_locked(mm.as_raw())
+        };
+        // INVARIANT: the caller guarantees the lock for `'a`.
+        Self {
+            mm,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// Vouches that no other task can reach `mm`, which stands in for its
+    /// mmap write lock: before the address space is published, or once
+    /// its last reference is gone (where the lock may not be taken: the
+    /// last `mmdrop()` may run in atomic context).
+    ///
+    /// # Safety
+    ///
+    /// For all of `'a`, no other task can reach `mm` (nor, so, take its
+    /// mmap lock), and the caller makes no other token for it.
+    pub unsafe fn assume_exclusive(mm: &'a Mm) -> Self {
+        // INVARIANT: with nobody else able to take the lock, the caller
+        // has what holding it for writing gives.
+        Self {
+            mm,
+            _not_send: PhantomData,
+        }
+    }
+
+    /// The address space whose lock is held.
+    pub fn mm(&self) -> &'a Mm {
+        self.mm
+    }
+
+    /// The lowest VMA that ends above `addr` (`find_vma()`).
+    ///
+    /// The reference lives as long as the borrow of the token: the lock
+    /// keeps the VMA in place until then.
+    pub fn find_vma(&self, addr: usize) -> Option<&VmaRef> {
+        // SAFETY: the mm is live and its mmap lock held (type invariant).
+        let vma = unsafe { bindings::find_vma(self.mm.as_raw(), addr) };
+        if vma.is_null() {
+            return None;
+        }
+        // SAFETY: `vma` belongs to this mm, whose mmap lock is held for as
+        // long as `self` is borrowed.
+        Some(unsafe { VmaRef::from_raw(vma) })
     }
 }

@@ -20,7 +20,7 @@
 //! [`MmWithUser::mmap_read_lock`]: crate::mm::MmWithUser::mmap_read_lock
 
 use crate::{bindings, types::Opaque};
-use core::{marker::PhantomData, ops::Range};
+use core::{marker::PhantomData, ops::Range, ptr::NonNull};
 
 /// Flags of a VMA (`vm_flags_t`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -132,5 +132,53 @@ impl VmaRef {
     pub fn pmd_fits(&self, addr: usize) -> bool {
         // SAFETY: the VMA is live and locked (type invariant).
         unsafe { bindings::rsmm_vma_pmd_fits(self.as_raw(), addr) }
+    }
+}
+
+/// The address of a VMA, kept where no lock covers it: in an index that
+/// lookups read under RCU, say.
+///
+/// A `VmaPtr` is `Copy`, `Send` and `Sync` because it is only an address:
+/// safe code may store, compare and return it (to C, which re-validates
+/// what it finds, as `lock_vma_under_rcu()` does), but not dereference it.
+/// The VMA it names may be freed (after an RCU grace period, as VMAs are)
+/// or changed at any time; [`VmaPtr::as_ref`] is unsafe, with the lock
+/// that keeps the VMA live and stable as its contract.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(transparent)]
+pub struct VmaPtr(NonNull<bindings::vm_area_struct>);
+
+// SAFETY: a `VmaPtr` is an address and nothing else: no method reads or
+// writes through it without the caller's unsafe promise.
+unsafe impl Send for VmaPtr {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for VmaPtr {}
+
+impl VmaPtr {
+    /// The address of `vma`.
+    pub fn from_ref(vma: &VmaRef) -> Self {
+        Self(NonNull::from(vma).cast())
+    }
+
+    /// Wraps `ptr`, or `None` for a null pointer.
+    pub fn new(ptr: *mut bindings::vm_area_struct) -> Option<Self> {
+        NonNull::new(ptr).map(Self)
+    }
+
+    /// The raw pointer.
+    pub fn as_ptr(self) -> *mut bindings::vm_area_struct {
+        self.0.as_ptr()
+    }
+
+    /// Borrows the VMA for `'a`.
+    ///
+    /// # Safety
+    ///
+    /// As [`VmaRef::from_raw`]: the VMA is live, and for all of `'a` the
+    /// caller holds the mmap lock of its address space or the VMA's own
+    /// read lock.
+    pub unsafe fn as_ref<'a>(self) -> &'a VmaRef {
+        // SAFETY: the caller guarantees `VmaRef::from_raw`'s contract.
+        unsafe { VmaRef::from_raw(self.as_ptr()) }
     }
 }
