@@ -20,9 +20,11 @@
  *   counters are read, again after -d MS (default 500); one line:
  *     VMA-FAULT threads= pad= churn= switch= ns= faults= minflt= churn_ops=
  *               <counter>=<delta>... vmas_added= nodes_added=
- *   (switch=-1 and no counters: no bonsai_vma in this kernel; vmas_added
- *   and nodes_added are the growth of the vmas and nodes gauges from
- *   before the padding to the end of the run).
+ *   and, with CONFIG_PER_VMA_LOCK_STATS, the deltas of /proc/vmstat's
+ *   vma_lock_success/abort/retry/miss (switch=-1 and no counters: no
+ *   bonsai_vma in this kernel; vmas_added and nodes_added are the growth
+ *   of the vmas and nodes gauges from before the padding to the end of
+ *   the run).
  *
  * ops: in an address space padded with PAD VMAs, for -d MS each: batches
  *   of 128 mmap()s of one page, each in a fresh VMA (a one-page hole
@@ -77,7 +79,7 @@
  */
 #define SWITCH_FILE "/sys/kernel/mm/bonsai_vma/enabled"
 #define COUNTERS_DIR "/sys/kernel/debug/bonsai_vma"
-static char switch_path[256], counters_dir[256];
+static char switch_path[256], counters_dir[256], vmstat_path[256];
 
 static const char *const counter_names[] = {
 	"lookups", "hits", "misses", "retries", "fallback_noindex",
@@ -158,6 +160,39 @@ static int have_counters(void)
 
 	snprintf(path, sizeof(path), "%s/lookups", counters_dir);
 	return access(path, R_OK) == 0;
+}
+
+/*
+ * The per-VMA lock's own counters (CONFIG_PER_VMA_LOCK_STATS): faults
+ * handled under the VMA lock, and those that gave up and took mmap_lock,
+ * whichever structure found the VMA.  Absent: -1.
+ */
+static const char *const vl_names[] = {
+	"vma_lock_success", "vma_lock_abort", "vma_lock_retry", "vma_lock_miss",
+};
+#define NVL ARRAY_SIZE(vl_names)
+
+static int read_vmstat(long long *v)
+{
+	char key[64];
+	long long val;
+	int found = 0;
+	size_t i;
+	FILE *f;
+
+	for (i = 0; i < NVL; i++)
+		v[i] = -1;
+	f = fopen(vmstat_path, "r");
+	if (!f)
+		return 0;
+	while (fscanf(f, "%63s %lld", key, &val) == 2)
+		for (i = 0; i < NVL; i++)
+			if (!strcmp(key, vl_names[i])) {
+				v[i] = val;
+				found = 1;
+			}
+	fclose(f);
+	return found;
 }
 
 static void read_counters(long long *v)
@@ -276,9 +311,9 @@ static long minflt(void)
 static int cmd_fault(int argc, char **argv)
 {
 	long threads = 0, pad = -1, ms = 500, warm = -1, pages = REGION_PAGES;
-	long long c_start[NCOUNTERS], c0[NCOUNTERS], c1[NCOUNTERS];
+	long long c_start[NCOUNTERS], c0[NCOUNTERS], c1[NCOUNTERS], v0[NVL], v1[NVL];
 	unsigned long f0, f1, ch0, ch1;
-	int churn = 0, counters, opt, i;
+	int churn = 0, counters, vl, opt, i;
 	long m0, m1;
 	uint64_t t0, t1;
 	pthread_t ctid;
@@ -341,6 +376,7 @@ static int cmd_fault(int argc, char **argv)
 	sleep_ms(warm);
 	if (counters)
 		read_counters(c0);
+	vl = read_vmstat(v0);
 	m0 = minflt();
 	f0 = sum_counts(w, threads);
 	ch0 = __atomic_load_n(&churn_ops, __ATOMIC_RELAXED);
@@ -350,6 +386,7 @@ static int cmd_fault(int argc, char **argv)
 	f1 = sum_counts(w, threads);
 	ch1 = __atomic_load_n(&churn_ops, __ATOMIC_RELAXED);
 	m1 = minflt();
+	read_vmstat(v1);
 	if (counters)
 		read_counters(c1);
 	__atomic_store_n(&stop, 1, __ATOMIC_RELAXED);
@@ -367,6 +404,9 @@ static int cmd_fault(int argc, char **argv)
 		printf(" vmas_added=%lld nodes_added=%lld",
 		       c1[C_VMAS] - c_start[C_VMAS], c1[C_NODES] - c_start[C_NODES]);
 	}
+	if (vl)
+		for (k = 0; k < NVL; k++)
+			printf(" %s=%lld", vl_names[k], v1[k] - v0[k]);
 	printf("\n");
 	return 0;
 }
@@ -473,6 +513,7 @@ struct cell {
 	double rate[NCFG][MAXROUNDS];		/* faults/s */
 	double pairs[NCFG][MAXROUNDS];		/* churn mmap+munmap pairs/s */
 	double per_fault[NCFG][MAXROUNDS][NCOUNTERS];
+	double vl_per_fault[NCFG][MAXROUNDS][NVL];
 	double minflt[NCFG][MAXROUNDS];		/* minflt per counted fault */
 	double ops[NCFG][MAXROUNDS][3];		/* mmap, munmap, mprotect ops/s */
 	double vmas_added[NCFG][MAXROUNDS], nodes_added[NCFG][MAXROUNDS];
@@ -632,7 +673,7 @@ static int cmd_run(int argc, char **argv)
 	long tl[MAXLIST], pl[MAXLIST], cl[MAXLIST], rounds = 5, ms = 500, ops_pad = 1000;
 	long node_size = 0, orig_switch;
 	int nt = 0, np = 0, nc = 0, ncells, i, j, k, r, cfg, opt, index, failed = 0, misused = 0;
-	int met_faults = 0, met_ops = 0;
+	int met_faults = 0, met_ops = 0, have_vl = 0;
 	long long diffs = 0, unverified = 0, alloc_failed = 0;
 	char line[4096], a_t[16], a_p[24], a_d[24];
 	struct cell *cells, *c;
@@ -750,6 +791,12 @@ static int cmd_run(int argc, char **argv)
 					for (j = 0; j < (int)NCOUNTERS; j++)
 						c->per_fault[cfg][r][j] =
 							f > 0 ? field(line, counter_names[j]) / f : 0;
+					for (j = 0; j < (int)NVL; j++) {
+						double v = field(line, vl_names[j]);
+
+						have_vl |= v == v;	/* not NaN: present */
+						c->vl_per_fault[cfg][r][j] = f > 0 ? v / f : 0;
+					}
 					c->vmas_added[cfg][r] = field(line, "vmas_added");
 					c->nodes_added[cfg][r] = field(line, "nodes_added");
 				} else {
@@ -798,7 +845,7 @@ static int cmd_run(int argc, char **argv)
 	printf("VMA-BENCH   VMAs = padding VMAs added; churn = one more thread mmap()s and munmap()s a page in a loop\n");
 	printf("VMA-BENCH\n");
 	printf("VMA-BENCH per fault, counts that do not depend on timing (median over the rounds)\n");
-	printf("VMA-BENCH threads    VMAs churn config      minflt lookups   hits misses retries fb_noidx fb_retry  churn pairs/s\n");
+	printf("VMA-BENCH threads    VMAs churn config      minflt lookups   hits misses retries fb_noidx fb_retry  vl_ok vl_abort vl_retry vl_miss  churn pairs/s\n");
 	for (k = 0; k < ncells - 1; k++) {
 		c = &cells[k];
 		for (cfg = 0; cfg < NCFG; cfg++) {
@@ -814,12 +861,27 @@ static int cmd_run(int argc, char **argv)
 			} else {
 				printf("       -      -      -       -        -        -");
 			}
+			if (have_vl) {
+				static const int width[] = { 6, 8, 8, 7 };
+				double v[MAXROUNDS];
+
+				for (j = 0; j < (int)NVL; j++) {
+					for (i = 0; i < rounds; i++)
+						v[i] = c->vl_per_fault[cfg][i][j];
+					printf(" %*.3f", width[j], stats(v, rounds).med);
+				}
+			} else {
+				printf("      -        -        -       -");
+			}
 			if (c->churn)
 				printf(" %14.0f", stats(c->pairs[cfg], rounds).med);
 			printf("\n");
 		}
 	}
-	printf("VMA-BENCH   minflt = getrusage() minor faults per fault counted by the program (1.000: every write faulted once)\n");
+	printf("VMA-BENCH   minflt = getrusage() minor faults per fault counted by the program (1.000: every write faulted once);\n");
+	printf("VMA-BENCH   lookups .. fb_retry: /sys/kernel/debug/bonsai_vma counters; vl_*: /proc/vmstat vma_lock_success, _abort,\n");
+	printf("VMA-BENCH   _retry, _miss (faults under the per-VMA lock, or given up to mmap_lock)%s\n",
+	       have_vl ? "" : ", absent: CONFIG_PER_VMA_LOCK_STATS is off");
 	printf("VMA-BENCH\n");
 	printf("VMA-BENCH VMA operations, thousands per second, %ld padding VMAs\n", ops_pad);
 	printf("VMA-BENCH operation              %-*s  %-*s  %-*s  goal\n",
@@ -897,6 +959,7 @@ int main(int argc, char **argv)
 
 	snprintf(switch_path, sizeof(switch_path), "%s" SWITCH_FILE, root ? root : "");
 	snprintf(counters_dir, sizeof(counters_dir), "%s" COUNTERS_DIR, root ? root : "");
+	snprintf(vmstat_path, sizeof(vmstat_path), "%s/proc/vmstat", root ? root : "");
 	page_size = sysconf(_SC_PAGESIZE);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc < 2)
