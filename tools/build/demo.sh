@@ -124,6 +124,31 @@ done | awk '
 		print "  TCG does not model TLB reach: no conclusion is drawn from the random-access times."
 	}'
 
+# The Bonsai VMA index against the maple tree (issue 27): page faults per
+# second with 1, 2 and 4 threads in address spaces padded with 10, 1,000
+# and 10,000 VMAs, without and with a thread mapping and unmapping (the
+# paper's microbenchmark through real faults), and mmap/munmap/mprotect per
+# second; both configurations in the same boot, alternating, each run in a
+# fresh process.  RSMM_DEMO_VMA_ROUNDS=N (default 5) and RSMM_DEMO_VMA_MS=N
+# (length of one cell, default 500) shorten it.  On a loaded host two runs
+# of the same configuration can differ by 2x with several threads;
+# RSMM_DEMO_VMA_ICOUNT=1 runs QEMU with -icount (the guest's clock counts
+# instructions), whose figures do not depend on the host's load but do not
+# grow with the threads.
+vma_args=(--append "bonsai_vma_bench.rounds=${RSMM_DEMO_VMA_ROUNDS:-5}"
+	  --append "bonsai_vma_bench.ms=${RSMM_DEMO_VMA_MS:-500}")
+if [ "${RSMM_DEMO_VMA_ICOUNT:-0}" = 1 ]; then
+	vma_args+=(--append "bonsai_vma_bench.icount=1"
+		   --qemu-arg=-icount --qemu-arg=shift=3,sleep=off)
+fi
+python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" --scenario bonsai_vma_bench \
+	--append "$quiet" "${vma_args[@]}" --log-dir "$logs/vma" || rc=$?
+echo
+echo "Bonsai VMA index against the maple tree, page faults and VMA operations (bonsai_vma_bench):"
+grep -a '^VMA-BENCH' "$logs/vma/bonsai_vma_bench.log" | sed -E 's/^VMA-BENCH ?/  /' || true
+echo "  goals (issue 27): page faults with the index >= 1.0x the maple tree in every cell, >= 1.1x"
+echo "  with mapping churn; mmap, munmap and mprotect with the index >= 0.9x."
+
 # The area map's search against first-fit bitmap scans: a host benchmark
 # (tools/host/crates/gcma-core), the allocator's own work without the
 # kernel around it, so that its figures are free of QEMU's noise.
