@@ -31,7 +31,7 @@ else
 	cells="-T 1,2,4 -P 10,1000,10000 -O 1000"
 fi
 # The index's node size, printed once by the kernel at boot.
-node_size=$(dmesg | sed -n 's/.*bonsai_vma: node size \([0-9]*\) bytes.*/\1/p' | tail -n 1)
+node_size=$(dmesg | sed -n 's/.*VMA index node size \([0-9]*\) bytes.*/\1/p' | tail -n 1)
 
 if [ -e /sys/kernel/mm/bonsai_vma/enabled ]; then
 	log "bonsai_vma: enabled=$(cat /sys/kernel/mm/bonsai_vma/enabled), node size ${node_size:-not printed}"

@@ -47,7 +47,7 @@
  *   over the rounds, and the ratio index/maple of each round's two runs
  *   (median, min-max), the goal judged on that median; the counters per
  *   fault (timing-independent); the index's nodes per VMA.
- *   -s is the index's node size in bytes (the kernel's "bonsai_vma: node
+ *   -s is the index's node size in bytes (the kernel's "VMA index node
  *   size N bytes"), for the memory per VMA.  Each child's line is printed
  *   with the prefix VMA-RUN, then the table, every line prefixed VMA-BENCH.
  *   Exit status 1 if a child failed, the crosscheck counted a difference,
