@@ -333,6 +333,100 @@ disks() {
 	done
 }
 
+# --- The kernel's selftests (scenarios with "# selftests: mm") ---
+
+# selftest_summary OUTFILE RC: one line "pass=P fail=F skip=S" for the
+# output of a selftest that exited with status RC.  kselftest programs
+# print "# Totals: pass:P fail:F ... skip:S error:E"; uffd-unit-tests
+# prints "Userfaults unit tests: pass=P, skip=S, fail=F (total=T)";
+# khugepaged prints "Run test: ..." and ends each step with OK,
+# Fail..., Skip or Timeout (in colour), and a test fails with any failed
+# step.  Any other output (uffd-stress, or a crash or bail-out before
+# the totals) is one test, judged by RC: 0 passed, 4 (KSFT_SKIP)
+# skipped, anything else failed.
+selftest_summary() {
+	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' | awk -v rc="$2" '
+	/^# Totals: / {
+		for (i = 3; i <= NF; i++) { split($i, kv, ":"); t[kv[1]] = kv[2] }
+		printf "pass=%d fail=%d skip=%d\n", t["pass"] + t["xfail"], t["fail"] + t["error"] + t["xpass"], t["skip"]
+		found = 1
+		exit
+	}
+	/^Userfaults unit tests: pass=[0-9]+, skip=[0-9]+, fail=[0-9]+/ {
+		gsub(/[=,]/, " ")
+		printf "pass=%d fail=%d skip=%d\n", $5, $9, $7
+		found = 1
+		exit
+	}
+	/^Run test: / { n++; st[n] = "pass"; next }
+	n && / (Fail(: .*)?|Timeout)$/ { st[n] = "fail"; next }
+	n && / Skip$/ && st[n] != "fail" { st[n] = "skip" }
+	END {
+		if (found) exit
+		if (!n) {
+			printf "pass=%d fail=%d skip=%d\n", rc == 0, rc != 0 && rc != 4, rc == 4
+			exit
+		}
+		for (i = 1; i <= n; i++) c[st[i]]++
+		# A test that died mid-way (exit status, no "Restore" line)
+		# has left its last step unreported.
+		if (rc != 0 && !c["fail"]) c["fail"] = 1
+		printf "pass=%d fail=%d skip=%d\n", c["pass"], c["fail"], c["skip"]
+	}'
+}
+
+# selftest_skips OUTFILE: why tests skipped, "count reason" per line.
+selftest_skips() {
+	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' |
+		sed -n 's/^ok [0-9]* # SKIP //p; s/^\(.*\) Skip$/\1/p; s/.*skipped \[reason: \(.*\)\]$/\1/p' |
+		sort | uniq -c
+}
+
+# selftest_run DIR TAG SECONDS CMD...: run one selftest in /tmp, killed
+# after SECONDS; its output goes to DIR/TAG.out and "pass=P fail=F
+# skip=S rc=R" to DIR/TAG.sum.  Prints that summary, the time taken and
+# the command; fails on a failed case or an exit status other than 0 or
+# 4 (KSFT_SKIP), printing the failed cases and the end of the output.
+selftest_run() {
+	local dir tag secs t0 rc sum
+	dir=$1 tag=$2 secs=$3
+	shift 3
+	mkdir -p "$dir"
+	t0=$(date +%s)
+	(cd /tmp && timeout -s KILL "$secs" "$@") >"$dir/$tag.out" 2>&1
+	rc=$?
+	sum="$(selftest_summary "$dir/$tag.out" "$rc") rc=$rc"
+	echo "$sum" >"$dir/$tag.sum"
+	echo "$sum ($(($(date +%s) - t0)) s): $*"
+	case "$sum" in
+	*" fail=0 "*"rc=0" | *" fail=0 "*"rc=4") return 0 ;;
+	esac
+	[ "$rc" -eq 137 ] && echo "killed after $secs s"
+	# Progress lines ending in a carriage return split, colours removed.
+	tr -d '\033' <"$dir/$tag.out" | tr '\r' '\n' | sed 's/\[[0-9;]*m//g' >"$dir/$tag.txt"
+	grep -E '^not ok|Fail|failed|Timeout|Bail out' "$dir/$tag.txt" | tail -n 10
+	echo "-- end of output:"
+	tail -n 12 "$dir/$tag.txt" | cut -c1-160
+	echo "$tag failed: $sum"
+	return 1
+}
+
+# selftest_same DIR1 DIR2 TAG: the runs of TAG that selftest_run kept in
+# DIR1 and DIR2 counted the same passes, failures and skips, and exited
+# the same.
+selftest_same() {
+	local a b
+	a=$(cat "$1/$3.sum" 2>/dev/null)
+	b=$(cat "$2/$3.sum" 2>/dev/null)
+	if [ -z "$a" ] || [ "$a" != "$b" ]; then
+		echo "${1##*/}: ${a:-no result}"
+		echo "${2##*/}: ${b:-no result}"
+		echo "$3: the runs differ"
+		return 1
+	fi
+	echo "$a in both runs"
+}
+
 # --- Guaranteed THP (gcma_thp_* scenarios) ---
 
 # unusable_index [ORDER]: the unusable free space index at ORDER (default 9)
@@ -427,3 +521,4 @@ thp_wait_pause() {
 	done
 	awk '{ print $2 }' "$1"
 }
+
