@@ -522,3 +522,76 @@ thp_wait_pause() {
 	awk '{ print $2 }' "$1"
 }
 
+# --- Bonsai VMA index (bonsai_vma_* scenarios) ---
+
+BONSAI_VMA_SYS=/sys/kernel/mm/bonsai_vma
+BONSAI_VMA_DBG=/sys/kernel/debug/bonsai_vma
+BONSAI_VMA_COUNTERS='lookups hits misses retries fallback_noindex fallback_retries
+index_created index_dropped index_alloc_failed indexes vmas nodes
+crosscheck_checked crosscheck_diffs crosscheck_unverified'
+# Set by bonsai_vma_files: 1 when the kernel has the index's files.
+BONSAI_VMA=0
+
+# bonsai_vma_files: the kernel has CONFIG_BONSAI_VMA's sysfs switches and
+# debugfs counters (sets BONSAI_VMA=1).  Without them it fails, unless
+# the command line has vma_scenarios.noindex=1: then it passes saying
+# "no index in this kernel" and BONSAI_VMA stays 0 (the scenarios run
+# their workloads without the index checks, to develop them on a kernel
+# that has no index yet).
+bonsai_vma_files() {
+	local missing f
+	missing=
+	for f in enabled crosscheck; do
+		[ -w "$BONSAI_VMA_SYS/$f" ] || missing="$missing $BONSAI_VMA_SYS/$f"
+	done
+	# shellcheck disable=SC2086 # a list of words
+	for f in $BONSAI_VMA_COUNTERS; do
+		[ -r "$BONSAI_VMA_DBG/$f" ] || missing="$missing $BONSAI_VMA_DBG/$f"
+	done
+	if [ -z "$missing" ]; then
+		BONSAI_VMA=1
+		echo "index files present: enabled=$(cat $BONSAI_VMA_SYS/enabled) crosscheck=$(cat $BONSAI_VMA_SYS/crosscheck)"
+		return 0
+	fi
+	if [ "$(cmdline_arg vma_scenarios.noindex 0)" = 1 ]; then
+		echo "no index in this kernel (vma_scenarios.noindex=1): index checks skipped; missing:$missing" | cut -c1-300
+		return 0
+	fi
+	echo "missing:$missing" | cut -c1-400
+	echo "no Bonsai VMA index in this kernel (CONFIG_BONSAI_VMA=n?); vma_scenarios.noindex=1 runs the workloads without it"
+	return 1
+}
+
+# bonsai_vma_counter NAME: one counter's value.
+bonsai_vma_counter() {
+	read_counter "$BONSAI_VMA_DBG/$1"
+}
+
+# bonsai_vma_counters: every counter as "name=value" on one line, read
+# by one process: a cat per counter would fault, and count, between two
+# counters (hits read after lookups came out larger).
+bonsai_vma_counters() {
+	# shellcheck disable=SC2086 # a list of words
+	(cd "$BONSAI_VMA_DBG" &&
+		awk 'FNR == 1 { printf "%s=%s ", FILENAME, $1 } END { print "" }' $BONSAI_VMA_COUNTERS)
+}
+
+# bonsai_vma_delta BEFORE AFTER: "name=after-before" for the counters
+# that changed between two bonsai_vma_counters lines.
+bonsai_vma_delta() {
+	printf '%s\n%s\n' "$1" "$2" | awk '
+	NR == 1 { for (i = 1; i <= NF; i++) { split($i, kv, "="); b[kv[1]] = kv[2] } }
+	NR == 2 { for (i = 1; i <= NF; i++) { split($i, kv, "=")
+		if (kv[2] != b[kv[1]]) printf "%s=+%d ", kv[1], kv[2] - b[kv[1]] } }
+	END { print "" }'
+}
+
+# bonsai_vma_set FILE VALUE: write VALUE (0 or 1) to a switch and read it
+# back.
+bonsai_vma_set() {
+	if ! echo "$2" >"$BONSAI_VMA_SYS/$1"; then
+		echo "cannot write $2 to $BONSAI_VMA_SYS/$1"
+		return 1
+	fi
+	expect_eq "$(cat "$BONSAI_VMA_SYS/$1")" "$2"
+}
