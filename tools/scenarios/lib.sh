@@ -333,6 +333,100 @@ disks() {
 	done
 }
 
+# --- The kernel's selftests (scenarios with "# selftests: mm") ---
+
+# selftest_summary OUTFILE RC: one line "pass=P fail=F skip=S" for the
+# output of a selftest that exited with status RC.  kselftest programs
+# print "# Totals: pass:P fail:F ... skip:S error:E"; uffd-unit-tests
+# prints "Userfaults unit tests: pass=P, skip=S, fail=F (total=T)";
+# khugepaged prints "Run test: ..." and ends each step with OK,
+# Fail..., Skip or Timeout (in colour), and a test fails with any failed
+# step.  Any other output (uffd-stress, or a crash or bail-out before
+# the totals) is one test, judged by RC: 0 passed, 4 (KSFT_SKIP)
+# skipped, anything else failed.
+selftest_summary() {
+	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' | awk -v rc="$2" '
+	/^# Totals: / {
+		for (i = 3; i <= NF; i++) { split($i, kv, ":"); t[kv[1]] = kv[2] }
+		printf "pass=%d fail=%d skip=%d\n", t["pass"] + t["xfail"], t["fail"] + t["error"] + t["xpass"], t["skip"]
+		found = 1
+		exit
+	}
+	/^Userfaults unit tests: pass=[0-9]+, skip=[0-9]+, fail=[0-9]+/ {
+		gsub(/[=,]/, " ")
+		printf "pass=%d fail=%d skip=%d\n", $5, $9, $7
+		found = 1
+		exit
+	}
+	/^Run test: / { n++; st[n] = "pass"; next }
+	n && / (Fail(: .*)?|Timeout)$/ { st[n] = "fail"; next }
+	n && / Skip$/ && st[n] != "fail" { st[n] = "skip" }
+	END {
+		if (found) exit
+		if (!n) {
+			printf "pass=%d fail=%d skip=%d\n", rc == 0, rc != 0 && rc != 4, rc == 4
+			exit
+		}
+		for (i = 1; i <= n; i++) c[st[i]]++
+		# A test that died mid-way (exit status, no "Restore" line)
+		# has left its last step unreported.
+		if (rc != 0 && !c["fail"]) c["fail"] = 1
+		printf "pass=%d fail=%d skip=%d\n", c["pass"], c["fail"], c["skip"]
+	}'
+}
+
+# selftest_skips OUTFILE: why tests skipped, "count reason" per line.
+selftest_skips() {
+	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' |
+		sed -n 's/^ok [0-9]* # SKIP //p; s/^\(.*\) Skip$/\1/p; s/.*skipped \[reason: \(.*\)\]$/\1/p' |
+		sort | uniq -c
+}
+
+# selftest_run DIR TAG SECONDS CMD...: run one selftest in /tmp, killed
+# after SECONDS; its output goes to DIR/TAG.out and "pass=P fail=F
+# skip=S rc=R" to DIR/TAG.sum.  Prints that summary, the time taken and
+# the command; fails on a failed case or an exit status other than 0 or
+# 4 (KSFT_SKIP), printing the failed cases and the end of the output.
+selftest_run() {
+	local dir tag secs t0 rc sum
+	dir=$1 tag=$2 secs=$3
+	shift 3
+	mkdir -p "$dir"
+	t0=$(date +%s)
+	(cd /tmp && timeout -s KILL "$secs" "$@") >"$dir/$tag.out" 2>&1
+	rc=$?
+	sum="$(selftest_summary "$dir/$tag.out" "$rc") rc=$rc"
+	echo "$sum" >"$dir/$tag.sum"
+	echo "$sum ($(($(date +%s) - t0)) s): $*"
+	case "$sum" in
+	*" fail=0 "*"rc=0" | *" fail=0 "*"rc=4") return 0 ;;
+	esac
+	[ "$rc" -eq 137 ] && echo "killed after $secs s"
+	# Progress lines ending in a carriage return split, colours removed.
+	tr -d '\033' <"$dir/$tag.out" | tr '\r' '\n' | sed 's/\[[0-9;]*m//g' >"$dir/$tag.txt"
+	grep -E '^not ok|Fail|failed|Timeout|Bail out' "$dir/$tag.txt" | tail -n 10
+	echo "-- end of output:"
+	tail -n 12 "$dir/$tag.txt" | cut -c1-160
+	echo "$tag failed: $sum"
+	return 1
+}
+
+# selftest_same DIR1 DIR2 TAG: the runs of TAG that selftest_run kept in
+# DIR1 and DIR2 counted the same passes, failures and skips, and exited
+# the same.
+selftest_same() {
+	local a b
+	a=$(cat "$1/$3.sum" 2>/dev/null)
+	b=$(cat "$2/$3.sum" 2>/dev/null)
+	if [ -z "$a" ] || [ "$a" != "$b" ]; then
+		echo "${1##*/}: ${a:-no result}"
+		echo "${2##*/}: ${b:-no result}"
+		echo "$3: the runs differ"
+		return 1
+	fi
+	echo "$a in both runs"
+}
+
 # --- Guaranteed THP (gcma_thp_* scenarios) ---
 
 # unusable_index [ORDER]: the unusable free space index at ORDER (default 9)
@@ -426,4 +520,78 @@ thp_wait_pause() {
 		t=$((t - 1))
 	done
 	awk '{ print $2 }' "$1"
+}
+
+# --- Bonsai VMA index (bonsai_vma_* scenarios) ---
+
+BONSAI_VMA_SYS=/sys/kernel/mm/bonsai_vma
+BONSAI_VMA_DBG=/sys/kernel/debug/bonsai_vma
+BONSAI_VMA_COUNTERS='lookups hits misses retries fallback_noindex fallback_retries
+index_created index_dropped index_alloc_failed indexes vmas nodes
+crosscheck_checked crosscheck_diffs crosscheck_unverified'
+# Set by bonsai_vma_files: 1 when the kernel has the index's files.
+BONSAI_VMA=0
+
+# bonsai_vma_files: the kernel has CONFIG_BONSAI_VMA's sysfs switches and
+# debugfs counters (sets BONSAI_VMA=1).  Without them it fails, unless
+# the command line has vma_scenarios.noindex=1: then it passes saying
+# "no index in this kernel" and BONSAI_VMA stays 0 (the scenarios run
+# their workloads without the index checks, to develop them on a kernel
+# that has no index yet).
+bonsai_vma_files() {
+	local missing f
+	missing=
+	for f in enabled crosscheck; do
+		[ -w "$BONSAI_VMA_SYS/$f" ] || missing="$missing $BONSAI_VMA_SYS/$f"
+	done
+	# shellcheck disable=SC2086 # a list of words
+	for f in $BONSAI_VMA_COUNTERS; do
+		[ -r "$BONSAI_VMA_DBG/$f" ] || missing="$missing $BONSAI_VMA_DBG/$f"
+	done
+	if [ -z "$missing" ]; then
+		BONSAI_VMA=1
+		echo "index files present: enabled=$(cat $BONSAI_VMA_SYS/enabled) crosscheck=$(cat $BONSAI_VMA_SYS/crosscheck)"
+		return 0
+	fi
+	if [ "$(cmdline_arg vma_scenarios.noindex 0)" = 1 ]; then
+		echo "no index in this kernel (vma_scenarios.noindex=1): index checks skipped; missing:$missing" | cut -c1-300
+		return 0
+	fi
+	echo "missing:$missing" | cut -c1-400
+	echo "no Bonsai VMA index in this kernel (CONFIG_BONSAI_VMA=n?); vma_scenarios.noindex=1 runs the workloads without it"
+	return 1
+}
+
+# bonsai_vma_counter NAME: one counter's value.
+bonsai_vma_counter() {
+	read_counter "$BONSAI_VMA_DBG/$1"
+}
+
+# bonsai_vma_counters: every counter as "name=value" on one line, read
+# by one process: a cat per counter would fault, and count, between two
+# counters (hits read after lookups came out larger).
+bonsai_vma_counters() {
+	# shellcheck disable=SC2086 # a list of words
+	(cd "$BONSAI_VMA_DBG" &&
+		awk 'FNR == 1 { printf "%s=%s ", FILENAME, $1 } END { print "" }' $BONSAI_VMA_COUNTERS)
+}
+
+# bonsai_vma_delta BEFORE AFTER: "name=after-before" for the counters
+# that changed between two bonsai_vma_counters lines.
+bonsai_vma_delta() {
+	printf '%s\n%s\n' "$1" "$2" | awk '
+	NR == 1 { for (i = 1; i <= NF; i++) { split($i, kv, "="); b[kv[1]] = kv[2] } }
+	NR == 2 { for (i = 1; i <= NF; i++) { split($i, kv, "=")
+		if (kv[2] != b[kv[1]]) printf "%s=+%d ", kv[1], kv[2] - b[kv[1]] } }
+	END { print "" }'
+}
+
+# bonsai_vma_set FILE VALUE: write VALUE (0 or 1) to a switch and read it
+# back.
+bonsai_vma_set() {
+	if ! echo "$2" >"$BONSAI_VMA_SYS/$1"; then
+		echo "cannot write $2 to $BONSAI_VMA_SYS/$1"
+		return 1
+	fi
+	expect_eq "$(cat "$BONSAI_VMA_SYS/$1")" "$2"
 }

@@ -50,40 +50,6 @@ if [ "$(cmdline_arg gcma_thp_selftests.mthp 0)" = 1 ]; then
 khugepaged_mthp:khugepaged -s 2 madvise:anon"
 fi
 
-# summarize OUTFILE RC: one line "pass=P fail=F skip=S" for a test's
-# output.  kselftest programs print "# Totals: pass:P fail:F ... skip:S
-# error:E"; khugepaged prints "Run test: ..." and ends each step with
-# OK, Fail..., Skip or Timeout (in colour), and a test fails with any
-# failed step.  No totals at all (a crash, a bail-out) counts as one
-# failure.
-summarize() {
-	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' | awk -v rc="$2" '
-	/^# Totals: / {
-		for (i = 3; i <= NF; i++) { split($i, kv, ":"); t[kv[1]] = kv[2] }
-		printf "pass=%d fail=%d skip=%d\n", t["pass"] + t["xfail"], t["fail"] + t["error"] + t["xpass"], t["skip"]
-		found = 1
-		exit
-	}
-	/^Run test: / { n++; st[n] = "pass"; next }
-	n && / (Fail(: .*)?|Timeout)$/ { st[n] = "fail"; next }
-	n && / Skip$/ && st[n] != "fail" { st[n] = "skip" }
-	END {
-		if (found) exit
-		if (!n) { print "pass=0 fail=1 skip=0"; exit }
-		for (i = 1; i <= n; i++) c[st[i]]++
-		# A test that died mid-way (exit status, no "Restore" line)
-		# has left its last step unreported.
-		if (rc != 0 && !c["fail"]) c["fail"] = 1
-		printf "pass=%d fail=%d skip=%d\n", c["pass"], c["fail"], c["skip"]
-	}'
-}
-
-# skips OUTFILE: why tests skipped, "count reason" per line.
-skips() {
-	tr -d '\033' <"$1" | sed 's/\[[0-9;]*m//g' |
-		sed -n 's/^ok [0-9]* # SKIP //p; s/^\(.*\) Skip$/\1/p' | sort | uniq -c
-}
-
 # collapse_raced OUTFILE: the test stopped because MADV_COLLAPSE failed
 # with EAGAIN while it made its huge page (khugepaged's alloc_hpage(),
 # which retries once): a page to collapse was isolated or referenced by
@@ -135,7 +101,7 @@ run_test() {
 		(cd /tmp && "$@") >"$OUT/$round/$tag.out" 2>&1
 		rc=$?
 	fi
-	sum="$(summarize "$OUT/$round/$tag.out" "$rc") rc=$rc"
+	sum="$(selftest_summary "$OUT/$round/$tag.out" "$rc") rc=$rc"
 	echo "$sum" >"$OUT/$round/$tag.sum"
 	echo "$sum ($(($(date +%s) - t0)) s): $*$again"
 	case "$sum" in
@@ -161,7 +127,7 @@ run_round() {
 		tag=${line%%:*}
 		# shellcheck disable=SC2086 # the command line is split on purpose
 		check "${round}_$tag" run_test "$round" "$tag" $ST/${line#*:}
-		skips "$OUT/$round/$tag.out" | sed "s/^ */# $round $tag skip: /"
+		selftest_skips "$OUT/$round/$tag.out" | sed "s/^ */# $round $tag skip: /"
 	done <<EOF
 $TESTS
 EOF

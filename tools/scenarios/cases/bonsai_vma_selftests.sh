@@ -1,0 +1,202 @@
+# shellcheck shell=dash
+# description: the kernel's mm selftests of VMA changes give the same results with the Bonsai VMA index off and on (crosscheck on); the index was used and never disagreed with the maple tree
+# duration: 320
+# mem: 2G
+# disk: 128M
+# timeout: 1200
+# selftests: mm
+#
+# Two passes of the same selftests (built by run.py into /selftests/mm,
+# see README.md) in one boot: first with /sys/kernel/mm/bonsai_vma/enabled
+# = 0 (faults look their VMA up in the maple tree, as without the index),
+# then = 1 with crosscheck = 1 (every index lookup compared with the
+# maple tree).  Each test runs as a new process, so in the second pass
+# every one has an index from its exec on.  Each test must give the same
+# pass/fail/skip counts and exit status in both passes, and fail no case;
+# in the second pass lookups and hits must grow, and crosscheck_diffs and
+# index_dropped must stay 0 (all counters are printed at the end).  On a
+# kernel without CONFIG_BONSAI_VMA the scenario fails, unless the command
+# line has vma_scenarios.noindex=1 (then both passes run with the index
+# checks skipped, and the first check says so).  A test stopped by a
+# known race of uffd-unit-tests' events cases (uffd_copy_raced, below)
+# runs once more, and its check line says so; a wrong lookup of the
+# index would also show in crosscheck_diffs.  That the comparison
+# can fail is checked too: a copy of one test's second summary with
+# another pass count must not compare equal to its first.
+#
+# The tests, as run_vmtests.sh runs them but for the run time under TCG
+# with KASAN (each one is also killed after PER_TEST seconds, a failure;
+# README.md has the details of the variants):
+#  - mremap_test, mremap_dontunmap, map_fixed_noreplace, map_populate,
+#    mlock2-tests, mseal_test, pagemap_ioctl: unchanged.  mremap_test and
+#    virtual_address_range run with vm.overcommit_memory = 1: they map
+#    far more than the guest has (mremap_test's 2 GiB regions, of which it
+#    checks its default 4 MiB each).
+#  - soft-dirty-1k: 1000 clear_refs rounds instead of 10000 (55 s).
+#  - uffd-unit-tests-4m: every case on 4 MiB areas instead of 32 MiB
+#    (over four minutes); two huge pages per area for its hugetlb cases.
+#  - uffd-stress anon 16 4: 16 MiB and 4 bounces instead of 20 MiB and
+#    16; its hugetlb and shmem runs of run_vmtests.sh are left out
+#    (uffd-unit-tests covers those memory types).
+#  - cow_pmd: cow with the PMD THP size only, not the seven mTHP sizes.
+#  - khugepaged madvise:anon: the MADV_COLLAPSE context on anonymous
+#    memory only, not both contexts on anon, file and shmem.  Not the
+#    khugepaged context: it gives khugepaged 3 s to collapse, which
+#    under load was too short once (a Timeout in one pass only).
+#    collapse_compound_extreme, 1024 mremaps of pages out of THPs, is one
+#    of its cases (it can hold 512 THPs, 1 GiB, at once: hence 2 GiB).
+#  - migration-2s: 2 s of migrating per case instead of 20 s; two nodes,
+#    so that it has somewhere to migrate to.
+#  - virtual_address_range_short: the whole address space but 2 TiB taken
+#    by one PROT_NONE mapping first, then upstream's test (which maps the
+#    rest in 1 GiB chunks: 131072 of them alone took over three minutes).
+#  - transhuge-stress -d 3 64: 3 s on 64 MiB instead of 20 s on all of
+#    memory.
+# Four huge pages (two per node) for the hugetlb cases of cow,
+# migration, pagemap_ioctl and uffd-unit-tests, and a swap disk for
+# khugepaged's and cow's page-outs.  Without load each pass takes about
+# 140 s.
+
+ST=/selftests/mm
+OUT=/tmp/selftests
+# Against hangs: uffd-unit-tests-4m takes 40 s alone on the host, 55 to
+# 80 s beside another guest, and was killed at 120 s with three.
+PER_TEST=240
+# tag:command line of /selftests/mm, one test per line.
+TESTS='mremap:mremap_test
+mremap_dontunmap:mremap_dontunmap
+map_fixed_noreplace:map_fixed_noreplace
+map_populate:map_populate
+mlock2:mlock2-tests
+mseal:mseal_test
+soft_dirty:soft-dirty-1k
+pagemap_ioctl:pagemap_ioctl
+uffd_unit:uffd-unit-tests-4m
+uffd_stress:uffd-stress anon 16 4
+cow:cow_pmd
+khugepaged:khugepaged madvise:anon
+migration:migration-2s
+virtual_address_range:virtual_address_range_short
+transhuge_stress:transhuge-stress -d 3 64'
+# The tests that map more than the guest has.
+OVERCOMMIT='mremap virtual_address_range'
+
+uptime_s() {
+	cut -d. -f1 /proc/uptime
+}
+
+# uffd_copy_raced OUTFILE: uffd-unit-tests stopped in an events case
+# because the monitor's UFFDIO_COPY into the forked child failed with
+# -ENOENT (no VMA there).  Seen once in six runs, with other guests
+# on the host, on a kernel without the index (both passes alike).
+uffd_copy_raced() {
+	grep -q -E '^Testing events(-wp)? on [a-z-]+\.\.\. ERROR: UFFDIO_COPY error: -2 ' "$1"
+}
+
+# run_test PASS TAG CMD...: selftest_run into $OUT/PASS; a test stopped
+# by uffd_copy_raced runs once more, and its line says so (the second
+# run counts; its first output is kept as TAG.raced).
+run_test() {
+	local pass tag out rc
+	pass=$1 tag=$2
+	shift 2
+	out=$(selftest_run "$OUT/$pass" "$tag" $PER_TEST "$@")
+	rc=$?
+	if [ $rc -ne 0 ] && uffd_copy_raced "$OUT/$pass/$tag.out"; then
+		mv "$OUT/$pass/$tag.out" "$OUT/$pass/$tag.raced"
+		out=$(selftest_run "$OUT/$pass" "$tag" $PER_TEST "$@")
+		rc=$?
+		out=$(printf '%s\n' "$out" | sed '1s/$/ (run twice: UFFDIO_COPY -ENOENT in an events case)/')
+	fi
+	printf '%s\n' "$out"
+	return $rc
+}
+
+# run_pass PASS: every test once (a here-document, not a pipe: the loop
+# must run in this shell for check's counters).
+run_pass() {
+	local pass line tag overcommit
+	pass=$1
+	log "pass $pass at $(uptime_s) s"
+	while IFS= read -r line; do
+		tag=${line%%:*}
+		overcommit=$(cat /proc/sys/vm/overcommit_memory)
+		case " $OVERCOMMIT " in
+		*" $tag "*) echo 1 >/proc/sys/vm/overcommit_memory ;;
+		esac
+		# shellcheck disable=SC2086 # the command line is split on purpose
+		check "${pass}_$tag" run_test "$pass" "$tag" $ST/${line#*:}
+		echo "$overcommit" >/proc/sys/vm/overcommit_memory
+		selftest_skips "$OUT/$pass/$tag.out" | sed "s/^ */# $pass $tag skip: /"
+	done <<EOF
+$TESTS
+EOF
+	log "pass $pass done at $(uptime_s) s"
+}
+
+# set_index 0|1: the index switch and crosscheck for the next pass.
+set_index() {
+	[ "$BONSAI_VMA" = 1 ] || return 0
+	check "enabled_$1" bonsai_vma_set enabled "$1"
+	check "crosscheck_$1" bonsai_vma_set crosscheck "$1"
+}
+
+if [ ! -x $ST/mremap_test ]; then
+	scenario_fail "no $ST/mremap_test in the initramfs: run.py builds the selftests from the kernel tree (build/linux or --ksrc; make prepare)"
+else
+	check bonsai_vma_files bonsai_vma_files
+	if [ "$BONSAI_VMA" = 1 ]; then
+		enabled0=$(cat $BONSAI_VMA_SYS/enabled)
+		crosscheck0=$(cat $BONSAI_VMA_SYS/crosscheck)
+	fi
+
+	# Huge pages for the hugetlb cases, before the tests fragment
+	# memory; a swap disk for MADV_PAGEOUT.
+	echo 4 >/proc/sys/vm/nr_hugepages
+	check hugetlb_pages expect_eq "$(cat /proc/sys/vm/nr_hugepages)" 4
+	mkswap /dev/vda >/dev/null
+	check swapon swapon /dev/vda
+
+	set_index 0
+	[ "$BONSAI_VMA" = 1 ] && c0=$(bonsai_vma_counters)
+	run_pass off
+
+	# Read before the switch: the checks' own processes then have an
+	# index and would count in the first pass's figures.
+	[ "$BONSAI_VMA" = 1 ] && c1=$(bonsai_vma_counters)
+	set_index 1
+	run_pass on
+
+	while IFS= read -r line; do
+		check "same_${line%%:*}" selftest_same $OUT/off $OUT/on "${line%%:*}"
+	done <<EOF
+$TESTS
+EOF
+	# The comparison can fail: the first test's summary of the second
+	# pass with another pass count must differ from the first pass's.
+	first=${TESTS%%:*}
+	mkdir -p $OUT/fake
+	sed -E 's/pass=([0-9]+)/pass=\10/' $OUT/on/$first.sum >$OUT/fake/$first.sum
+	check catches_difference not selftest_same $OUT/off $OUT/fake "$first"
+
+	if [ "$BONSAI_VMA" = 1 ]; then
+		c2=$(bonsai_vma_counters)
+		log "counters before the off pass: $c0"
+		log "counters before the on pass: $c1"
+		log "counters after the on pass: $c2"
+		log "off pass changed: $(bonsai_vma_delta "$c0" "$c1")"
+		log "on pass changed: $(bonsai_vma_delta "$c1" "$c2")"
+		check lookups_grew expect_gt "$(kv lookups "$c2")" "$(kv lookups "$c1")"
+		check hits_grew expect_gt "$(kv hits "$c2")" "$(kv hits "$c1")"
+		check crosscheck_ran expect_gt "$(kv crosscheck_checked "$c2")" "$(kv crosscheck_checked "$c1")"
+		check crosscheck_diffs expect_eq "$(kv crosscheck_diffs "$c2")" 0
+		check index_dropped expect_eq "$(kv index_dropped "$c2")" 0
+		echo "$crosscheck0" >$BONSAI_VMA_SYS/crosscheck
+		echo "$enabled0" >$BONSAI_VMA_SYS/enabled
+	else
+		log "no index in this kernel: lookups, hits, crosscheck_diffs and index_dropped not checked"
+	fi
+	swapoff /dev/vda
+	log "done at $(uptime_s) s"
+fi
+check no_splat no_splat
