@@ -186,7 +186,7 @@ static int bonsai_vma_event_get(void *data, u64 *val)
 	return 0;
 }
 DEFINE_DEBUGFS_ATTRIBUTE(bonsai_vma_event_fops, bonsai_vma_event_get, NULL,
-			 "%llu\n");
+			 "%lld\n");
 
 static int __init bonsai_vma_init(void)
 {

@@ -78,7 +78,7 @@ where
         let st = &mut *self.st;
         let spare = st.spare.is_some();
         let r = {
-            // SAFETY: by the type invariant the writer mutex is held while
+            // SAFETY: by the type invariant the writer lock is held while
             // `self` lives; the writer is dropped at the end of this block.
             let mut w = unsafe { self.tree.writer(&mut st.reserve, &mut st.pending) };
             f(&mut w, spare)
@@ -162,6 +162,15 @@ where
     /// Nodes in the reserve.
     pub fn reserve_len(&self) -> usize {
         self.st.reserve.len()
+    }
+
+    /// Frees reserve nodes beyond what one insert or remove needs
+    /// ([`tree::Tree::reserve_bound`]): after a store that preallocated
+    /// for many ranges.  Never sleeps.
+    pub(crate) fn trim_reserve(&mut self) {
+        let bound = self.tree.reserve_bound();
+        self.st.reserve.trim(bound);
+        self.hints.publish(&self.st);
     }
 
     /// Fills the reserve to `need` nodes more than [`tree::Tree::reserve_bound`]

@@ -13,6 +13,7 @@ use kernel::{
     bindings,
     ffi::{c_uint, c_ulong},
     mm::{virt::VmaPtr, Mm, MmapWriteLocked},
+    processor::in_task,
 };
 
 use crate::tree;
@@ -31,9 +32,9 @@ pub(crate) struct CallerReadSide {
 impl CallerReadSide {
     /// # Safety
     ///
-    /// The caller stays inside an RCU read-side section, or holds the
-    /// writer lock of every tree it reads with the value, until the value
-    /// is dropped.
+    /// The caller stays inside an RCU read-side section, or holds a lock
+    /// that excludes the writers of every tree it reads with the value (the
+    /// mmap lock, for a VMA index), until the value is dropped.
     pub(crate) unsafe fn assume() -> Self {
         Self {
             _not_send: core::marker::PhantomData,
@@ -43,7 +44,7 @@ impl CallerReadSide {
 
 // SAFETY: nodes retired by a writer are freed after a grace period, which
 // waits for the caller's RCU section; and none is retired while the caller
-// holds the writer lock (type invariant).
+// holds a lock that excludes the writers (type invariant).
 unsafe impl tree::ReadSide for CallerReadSide {}
 
 /// Borrows the `Mm` at `mm`.
@@ -116,12 +117,13 @@ pub(crate) unsafe extern "C" fn bonsai_vma_prealloc(
 }
 
 /// The allocation flags for the nodes of a store whose maple-tree store
-/// allocated with `gfp`: `GFP_KERNEL` where that may reclaim, else
+/// allocated with `gfp`: `GFP_KERNEL_ACCOUNT` (charged to the memory
+/// cgroup, like the VMAs) where that may reclaim, else
 /// `GFP_NOWAIT` without warnings.  `__GFP_NOFAIL` is not passed on: a
 /// failure here drops the index, which costs no correctness.
 fn flags_of(gfp: bindings::gfp_t) -> Flags {
     if gfp & (1 << bindings::___GFP_DIRECT_RECLAIM_BIT) != 0 {
-        GFP_KERNEL
+        GFP_KERNEL_ACCOUNT
     } else {
         GFP_NOWAIT | __GFP_NOWARN
     }
@@ -189,9 +191,12 @@ pub(crate) unsafe extern "C" fn bonsai_vma_find(
         // period; `vm_mm` is set at creation and never changes.
         unsafe { (*v.as_ptr()).vm_mm == mm }
     });
+    // Only in task context: `lock_vma_under_rcu()` also serves a BPF
+    // iterator that may run in softirq, where the mmap lock, even tried,
+    // is not to be taken.
     // SAFETY: `bonsai_vma_crosscheck` is a `bool` that C only ever sets
     // to 0 or 1 (`WRITE_ONCE()`); a racy read gives either value.
-    if unsafe { ptr::addr_of!(bindings::bonsai_vma_crosscheck).read_volatile() } {
+    if unsafe { ptr::addr_of!(bindings::bonsai_vma_crosscheck).read_volatile() } && in_task() {
         // SAFETY: as above: `mm` is live, the section lasts.
         unsafe { crosscheck(mm, index, &side, addr, found) };
     }

@@ -47,7 +47,7 @@ use core::{
 use kernel::{
     alloc::Flags,
     bindings,
-    mm::{virt::VmaPtr, Mm, MmapReadGuard, MmapWriteLocked},
+    mm::{virt::VmaPtr, Mm, MmapWriteLocked},
     prelude::*,
     sync::rcu::{self, AtomicDrop, HasRcuHead, RcuHead},
 };
@@ -62,6 +62,10 @@ pub(crate) mod tests;
 /// candidate found detached sends the fault round again, and a writer
 /// that keeps replacing the VMA could do so forever.
 pub(crate) const MAX_ATTEMPTS: u32 = 3;
+
+/// The reserve a store may ask for without the index being given up (see
+/// [`prealloc`]): 512 KiB of nodes.
+const LARGE_STORE_NODES: usize = 4096;
 
 /// Adds `delta` to the per-CPU counter `ev` (`vma.c`).
 pub(crate) fn count(ev: bindings::bonsai_vma_event, delta: isize) {
@@ -149,21 +153,30 @@ impl VmaIndex {
         Ok(b)
     }
 
-    /// The index of the address space whose mmap write lock `lock` holds.
-    fn of<'a>(lock: &'a MmapWriteLocked<'_>) -> Option<&'a VmaIndex> {
+    /// The writer of the index of the address space whose mmap write lock
+    /// `lock` holds, if it has one: the token, borrowed mutably, makes one
+    /// writer at a time.
+    fn locked_writer<'a>(
+        lock: &'a mut MmapWriteLocked<'_>,
+    ) -> Option<(IndexWriter<'a>, &'a mut usize, &'a mut usize)> {
         let p = slot(lock.mm()).load(Ordering::Relaxed);
+        if p.is_null() {
+            return None;
+        }
         // SAFETY: an index in the slot lives until it is taken out under
-        // the mmap write lock, which the token proves held for `'a`.
-        (!p.is_null()).then(|| unsafe { &*p })
+        // the mmap write lock, which `lock` holds (and keeps borrowed) for
+        // `'a`; that lock is the index's writer lock.
+        Some(unsafe { (*p).writer() })
     }
 
     /// The writer of this index.
     ///
     /// # Safety
     ///
-    /// The caller holds the writer lock of the index for `'a`: the mmap
+    /// For `'a`, the caller holds the writer lock of the index (the mmap
     /// write lock of the address space that points to it, or sole
-    /// ownership of an index no address space points to.
+    /// ownership of an index no address space points to) and makes no
+    /// other writer of it.
     unsafe fn writer<'a>(&'a self) -> (IndexWriter<'a>, &'a mut usize, &'a mut usize) {
         // SAFETY: the caller holds the writer lock, so this is the only
         // reference to `locked` for `'a` (type invariant).
@@ -250,7 +263,7 @@ pub(crate) fn create(lock: &mut MmapWriteLocked<'_>) {
             tree::Tree::<VmaPtr>::node_size()
         );
     }
-    match VmaIndex::new(GFP_KERNEL) {
+    match VmaIndex::new(GFP_KERNEL_ACCOUNT) {
         Ok(b) => {
             let old = slot(lock.mm()).swap(KBox::into_raw(b), Ordering::Release);
             warn_if_filled(old);
@@ -277,7 +290,7 @@ pub(crate) fn build_for_child(lock: &mut MmapWriteLocked<'_>) {
     if !unsafe { bindings::bonsai_vma_enabled() } {
         return;
     }
-    let Ok(index) = VmaIndex::new(GFP_KERNEL) else {
+    let Ok(index) = VmaIndex::new(GFP_KERNEL_ACCOUNT) else {
         count(bindings::bonsai_vma_event_BONSAI_VMA_INDEX_ALLOC_FAILED, 1);
         return;
     };
@@ -306,7 +319,7 @@ fn fill_from_maple(lock: &MmapWriteLocked<'_>, w: &mut IndexWriter<'_>) -> Resul
     while let Some(vma) = lock.find_vma(addr) {
         let (start, end) = (vma.start(), vma.end());
         let v = VmaPtr::from_ref(vma);
-        w.preallocate_bound(0, GFP_KERNEL)?;
+        w.preallocate_bound(0, GFP_KERNEL_ACCOUNT)?;
         w.with_tree_writer(|t| t.insert(start, end, v).map_err(Error::from))?;
         addr = end;
     }
@@ -331,21 +344,29 @@ fn end_of(last: usize) -> usize {
 /// the store may find the reserve short (and drop the index); it is
 /// counted and not reported.
 pub(crate) fn prealloc(lock: &mut MmapWriteLocked<'_>, start: usize, last: usize, flags: Flags) {
-    let Some(index) = VmaIndex::of(lock) else {
+    let Some((mut w, vmas, nodes)) = VmaIndex::locked_writer(lock) else {
         return;
     };
     let end = end_of(last);
-    // SAFETY: `lock` holds the mmap write lock of the index's address
-    // space, borrowed mutably for the writer's life.
-    let (mut w, vmas, nodes) = unsafe { index.writer() };
     // A store over the range, or a clear: the larger need of the two
     // (the hooks do not say which follows), plus what one more insert or
-    // remove needs: some sections store twice after one preallocation.
+    // remove needs.
     let need = w
         .with_tree_writer(|t| {
             Ok::<_, Error>(t.store_need(start, end)?.max(t.clear_need(start, end)?))
         })
         .unwrap_or(0);
+    // A store over many VMAs asks for about `2h + 1` nodes per VMA (it
+    // uses about half).  Above a few thousand nodes and twice what the
+    // index holds, the index is given up instead: rebuilding it would
+    // cost less than the store.
+    if need > LARGE_STORE_NODES.max(2 * w.tree.len()) {
+        account(&w, vmas, nodes);
+        drop(w);
+        count(bindings::bonsai_vma_event_BONSAI_VMA_INDEX_DROPPED, 1);
+        take_out(lock);
+        return;
+    }
     if w.preallocate_bound(need, flags).is_err() {
         count(bindings::bonsai_vma_event_BONSAI_VMA_PREALLOC_FAILED, 1);
     }
@@ -361,17 +382,18 @@ pub(crate) fn store(
     last: usize,
     vma: Option<VmaPtr>,
 ) {
-    let Some(index) = VmaIndex::of(lock) else {
-        return;
-    };
     let end = end_of(last);
     let r = {
-        // SAFETY: as in `prealloc`.
-        let (mut w, vmas, nodes) = unsafe { index.writer() };
+        let Some((mut w, vmas, nodes)) = VmaIndex::locked_writer(lock) else {
+            return;
+        };
         let r = match vma {
             Some(v) => w.store(start, end, v),
             None => w.clear(start, end),
         };
+        // What a store over many VMAs preallocated and did not use goes
+        // back now (`kfree()` never sleeps).
+        w.trim_reserve();
         account(&w, vmas, nodes);
         r
     };
@@ -390,10 +412,12 @@ pub(crate) fn store(
     }
 }
 
-/// Compares the index of `guard`'s address space with its maple tree:
+/// Compares the index of `guard`'s address space with its maple tree (for
+/// the KUnit suite):
 /// the number of VMAs, or `EINVAL` (with the first difference in the log)
 /// if they differ, `ENOENT` if there is no index.
-pub(crate) fn compare_with_maple(guard: &MmapReadGuard<'_>) -> Result<usize> {
+#[cfg(CONFIG_BONSAI_KUNIT_TEST)]
+pub(crate) fn compare_with_maple(guard: &kernel::mm::MmapReadGuard<'_>) -> Result<usize> {
     let p = slot(guard.mm()).load(Ordering::Relaxed);
     if p.is_null() {
         return Err(ENOENT);
