@@ -113,7 +113,7 @@ pub(crate) unsafe extern "C" fn bonsai_vma_prealloc(
 ) {
     // SAFETY: per the contract.
     let mut lock = unsafe { MmapWriteLocked::assume(mm_ref(mm)) };
-    super::prealloc(&mut lock, start as usize, last as usize, flags_of(gfp));
+    super::prealloc(&mut lock, start, last, flags_of(gfp));
 }
 
 /// The allocation flags for the nodes of a store whose maple-tree store
@@ -144,7 +144,7 @@ pub(crate) unsafe extern "C" fn bonsai_vma_store(
 ) {
     // SAFETY: per the contract.
     let mut lock = unsafe { MmapWriteLocked::assume(mm_ref(mm)) };
-    super::store(&mut lock, start as usize, last as usize, VmaPtr::new(vma));
+    super::store(&mut lock, start, last, VmaPtr::new(vma));
 }
 
 /// The candidate VMA for `addr` in the index of `mm`, on the `attempt`-th
@@ -182,7 +182,6 @@ pub(crate) unsafe extern "C" fn bonsai_vma_find(
     let index = unsafe { &*p };
     // SAFETY: per the contract, the section lasts while `side` lives.
     let side = unsafe { CallerReadSide::assume() };
-    let addr = addr as usize;
     // A VMA of another address space cannot be in the index (a child's is
     // built from its own copies); checked all the same, as the maple
     // tree's candidate is, since the fault would use it unlocked.

@@ -177,6 +177,9 @@ impl VmaIndex {
     /// write lock of the address space that points to it, or sole
     /// ownership of an index no address space points to) and makes no
     /// other writer of it.
+    // The state lives in an `UnsafeCell` that the writer lock protects:
+    // mutable access from `&self` is the point, and the contract above.
+    #[allow(clippy::mut_from_ref)]
     unsafe fn writer<'a>(&'a self) -> (IndexWriter<'a>, &'a mut usize, &'a mut usize) {
         // SAFETY: the caller holds the writer lock, so this is the only
         // reference to `locked` for `'a` (type invariant).
