@@ -998,6 +998,9 @@ def parse_args(argv):
                     help="kernel tree to build /selftests/mm from (default build/linux)")
     ap.add_argument("--rebuild", action="store_true",
                     help="force an initramfs rebuild (and of the selftests)")
+    ap.add_argument("--initramfs-only", action="store_true",
+                    help="build the initramfs images the selected scenarios boot (or "
+                         "find them cached) and exit; needs no kernel")
     ap.add_argument("--dry-run", action="store_true",
                     help="build the initramfs, print the QEMU commands, do not boot")
     ap.add_argument("--self-test", action="store_true",
@@ -1374,7 +1377,7 @@ def main(argv):
     names = select(args, available)
     if not names:
         raise UsageError("no scenarios in %s" % CASES)
-    kernel = pick_kernel(args)
+    kernel = None if args.initramfs_only else pick_kernel(args)
     scenarios = [Scenario(available[n]) for n in names]
     configs = []    # validate all before booting
     for sc in scenarios:
@@ -1404,6 +1407,8 @@ def main(argv):
                 args.rebuild, lambda m: print("[initramfs] " + m), args.ksrc, with_selftests)
             print("[initramfs] %s %s" % ("built" if rebuilt else "cached",
                                          initrds[with_selftests]))
+    if args.initramfs_only:
+        return 0
     print("[kernel] %s" % kernel)
 
     log_dir = Path(args.log_dir) if args.log_dir else CACHE / "logs"
