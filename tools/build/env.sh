@@ -13,6 +13,13 @@ export PATH="$HOME/.cargo/bin:$PATH"
 export CCACHE_BASEDIR="$RSMM_REPO"
 export CCACHE_NOHASHDIR=1
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-8G}
+# Depend mode: on a miss ccache compiles once and hashes the headers the
+# compiler's own -MMD output names (kbuild passes -Wp,-MMD), instead of
+# first running the preprocessor to hash its output.  With a cold cache
+# that pass made 40 sampled objects of the test kernel cost 33 CPU
+# seconds instead of 25 (depend mode: 25.5, as without ccache); hits are
+# found through the manifests as in direct mode.
+export CCACHE_DEPEND=${CCACHE_DEPEND:-1}
 # Fixed build stamps keep init/version.c and friends identical between runs.
 export KBUILD_BUILD_TIMESTAMP="${KBUILD_BUILD_TIMESTAMP:-2026-01-01}"
 export KBUILD_BUILD_USER=rsmm KBUILD_BUILD_HOST=rsmm

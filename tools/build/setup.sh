@@ -20,7 +20,7 @@ say() { echo "setup: $*"; }
 PKGS=(
 	linux-source-6.12 rustc-web rust-web-src rust-web-clippy rustfmt-web
 	clang-16 lld-16 llvm-16 libclang-16-dev
-	make flex bison bc libelf-dev libssl-dev cpio xz-utils rsync kmod
+	make flex bison bc libelf-dev libssl-dev cpio xz-utils lz4 rsync kmod
 	python3 perl git ccache
 	qemu-system-x86 busybox-static gcc libc6-dev e2fsprogs
 )
@@ -32,6 +32,31 @@ missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+
+# bindgen: the kernel's Rust bindings need bindgen-cli; 0.70.1 is the verified one.
+# On a bare machine cargo compiles it (about 2 minutes) while apt-get
+# downloads and unpacks the packages, which leaves the CPUs mostly idle:
+# bindgen-cli's default "runtime" feature loads libclang when bindgen
+# runs, so its build needs only cargo and a linker (cc).  Without cc, it
+# is built after apt-get.
+export PATH="$HOME/.cargo/bin:$PATH"
+have_bindgen=$(bindgen --version 2>/dev/null | awk '{print $2}' || true)
+bindgen_pid=
+bindgen_log=
+install_bindgen() {
+	say "installing bindgen-cli $BINDGEN_VERSION with cargo (about 2 minutes)"
+	exec cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION"
+}
+if [ "$have_bindgen" != "$BINDGEN_VERSION" ] && [ $check_only = 0 ]; then
+	command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (host tests need it) or Debian's cargo"
+	if command -v cc >/dev/null; then
+		bindgen_log=$(mktemp)
+		# The job execs cargo, so that an exit on an apt-get failure stops it.
+		(install_bindgen) >"$bindgen_log" 2>&1 &
+		bindgen_pid=$!
+		trap '[ -z "$bindgen_pid" ] || kill "$bindgen_pid" 2>/dev/null; rm -f "$bindgen_log"' EXIT
+	fi
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
 	[ $check_only = 1 ] && die "missing Debian packages: ${missing[*]} (run: make setup)"
@@ -45,15 +70,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 		die "apt-get install failed for: ${missing[*]}"
 fi
 
-# bindgen: the kernel's Rust bindings need bindgen-cli; 0.70.1 is the verified one.
-export PATH="$HOME/.cargo/bin:$PATH"
-have_bindgen=$(bindgen --version 2>/dev/null | awk '{print $2}' || true)
-if [ "$have_bindgen" != "$BINDGEN_VERSION" ]; then
+if [ -n "$bindgen_pid" ]; then
+	rc=0
+	wait "$bindgen_pid" || rc=$?
+	bindgen_pid=
+	cat "$bindgen_log"
+	[ "$rc" -eq 0 ] || die "cargo install bindgen-cli $BINDGEN_VERSION failed"
+elif [ "$have_bindgen" != "$BINDGEN_VERSION" ]; then
 	[ $check_only = 1 ] && die "bindgen $BINDGEN_VERSION not found (have '${have_bindgen:-none}'; run: make setup)"
-	command -v cargo >/dev/null || die "cargo not found: install Rust with rustup (host tests need it) or Debian's cargo"
-	say "installing bindgen-cli $BINDGEN_VERSION with cargo (about 2 minutes)"
-	cargo install --locked --quiet bindgen-cli --version "$BINDGEN_VERSION" ||
-		die "cargo install bindgen-cli $BINDGEN_VERSION failed"
+	(install_bindgen) || die "cargo install bindgen-cli $BINDGEN_VERSION failed"
 fi
 
 # Version checks.  The rustup rustc that comes first in PATH has no rust-src,
@@ -71,6 +96,7 @@ clang-16 --version | grep -q 'version 16\.' || die "clang-16 is not LLVM 16; apt
 ld.lld-16 --version | grep -q 'LLD 16\.' || die "ld.lld-16 is not LLD 16; apt-get install lld-16"
 [ -n "$(ls /usr/lib/llvm-16/lib/libclang*.so* 2>/dev/null)" ] || die "libclang 16 missing; apt-get install libclang-16-dev"
 qemu-system-x86_64 --version | grep -qE 'version [7-9]\.' || die "qemu-system-x86_64 7.x or newer required; apt-get install qemu-system-x86"
+command -v lz4 >/dev/null || die "lz4 missing (the test kernel's image is LZ4-compressed); apt-get install lz4"
 [ -x /bin/busybox ] || die "/bin/busybox missing; apt-get install busybox-static"
 ls /usr/src/linux-source-6.12.tar.* >/dev/null 2>&1 || die "no /usr/src/linux-source-6.12.tar.*; apt-get install linux-source-6.12"
 command -v cargo >/dev/null || die "cargo not found for host tests: install Rust (rustup) or apt-get install cargo"

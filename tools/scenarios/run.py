@@ -861,7 +861,8 @@ class Outcome:
         return not self.reasons
 
 
-def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silence=None):
+def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silence=None,
+                 on_done=None):
     out = Outcome(sc.name)
     with tempfile.TemporaryDirectory(prefix="scenario-disks.") as tmp:
         disk_paths = []
@@ -879,7 +880,7 @@ def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silen
         if dry_run:
             print(" ".join(shlex_quote(a) for a in cmd))
             return None
-        _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence)
+        _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence, on_done)
     _judge(out, cfg)
     return out
 
@@ -889,12 +890,13 @@ def shlex_quote(s):
     return shlex.quote(s)
 
 
-def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None):
+def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None, on_done=None):
     """Runs QEMU and reads its two channels until it exits: the kernel
     console ("out", every line judged for splats) and the scenario's own
     protocol lines ("scn", from ttyS1).  The log interleaves both.  With
     boot_silence, stops a boot whose console is silent that long before
-    the scenario starts (out.boot_stalled)."""
+    the scenario starts (out.boot_stalled).  on_done() is called when the
+    scenario is done and the guest's tail begins."""
     logf = open(log_path, "w", encoding="utf-8") if log_path else None
     if logf:
         logf.write("# " + " ".join(shlex_quote(a) for a in cmd) + "\n")
@@ -975,9 +977,11 @@ def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None):
             # The scenario's protocol (ttyS1).
             if START_MARK in line:
                 out.started = True
-            if DONE_MARK in line:
+            if DONE_MARK in line and not out.done:
                 out.done = True
                 done_at = time.monotonic()
+                if on_done:
+                    on_done()
             if END_MARK in line:
                 out.ended = True
             m = CHECK_RE.search(line)
@@ -1085,13 +1089,17 @@ def parse_args(argv):
                     help="kernel tree to build /selftests/mm from (default build/linux)")
     ap.add_argument("--rebuild", action="store_true",
                     help="force an initramfs rebuild (and of the selftests)")
+    ap.add_argument("--initramfs-only", action="store_true",
+                    help="build the initramfs images the selected scenarios boot (or "
+                         "find them cached) and exit; needs no kernel")
     ap.add_argument("--dry-run", action="store_true",
                     help="build the initramfs, print the QEMU commands, do not boot")
     ap.add_argument("--self-test", action="store_true",
                     help="check --jobs and the scheduler without booting, and exit")
     ap.add_argument("--jobs", "-j", metavar="N", default="1",
                     help="boot up to N scenarios at once, or 'auto' (one per host CPU "
-                         "that host memory holds); benchmarks always run alone (default 1)")
+                         "that host memory holds), plus guests in their tail as memory "
+                         "allows; benchmarks always run alone (default 1)")
     return ap.parse_args(argv)
 
 
@@ -1146,6 +1154,20 @@ def pick_jobs(args, scenarios, configs):
     return min(jobs, len(scenarios))
 
 
+def pick_tails(jobs, configs):
+    """How many guests in their tail may stay up beside `jobs` running
+    ones: one per job, as far as host memory holds them.  A tail is TAIL
+    idle seconds (and a kmemleak scan) that would otherwise keep one of
+    the `jobs` places while the host CPU it stands for has nothing to do."""
+    if jobs < 2:
+        return 0
+    avail = mem_available_mib()
+    if avail is None:
+        return jobs
+    biggest = max(cfg.mem_mib for cfg in configs) + QEMU_OVERHEAD_MIB
+    return max(0, min(jobs, avail // biggest - jobs))
+
+
 def report(sc, cfg, out, log_path, header):
     """Prints a scenario's checks and verdict as one block; True if it
     passed."""
@@ -1172,15 +1194,19 @@ def report(sc, cfg, out, log_path, header):
     return out.passed
 
 
-def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
+def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None, tails=0):
     """Boots the scenarios `jobs` at a time, the longest ("# duration:")
     first so that no long one starts last; each one's report is printed
-    whole when it ends.  A boot silent for BOOT_SILENCE s before its
+    whole when it ends.  A guest in its tail (the idle TAIL seconds after
+    its scenario, see init.sh) gives its place to the next scenario, up
+    to `tails` such guests besides the `jobs` running ones.  A boot
+    silent for BOOT_SILENCE s before its
     scenario started, with no kernel report, boots again alone at the
     end, and only that boot counts; its first log is kept as
     NAME.stalled.log.  `run` stands in for run_scenario in the
     self-test.  Returns (passed, failed)."""
     run = run or run_scenario
+    running = threading.Semaphore(jobs)     # guests before their tail
     order = sorted(runs, key=lambda r: -r[0].meta.get("duration", 0))
     todo = queue.Queue()
     for r in order:
@@ -1190,24 +1216,40 @@ def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
     errors = []
     again = []
 
-    def boot(sc, cfg, boot_silence):
+    def boot(sc, cfg, boot_silence, on_done=None):
         log_path = log_dir / ("%s.log" % sc.name)
         initrd = initrds[sc.meta.get("selftests") == "mm"]
-        return run(sc, cfg, kernel, initrd, log_path, False, False, boot_silence), log_path
+        return run(sc, cfg, kernel, initrd, log_path, False, False, boot_silence,
+                   on_done), log_path
 
     def worker():
         while not errors:
+            running.acquire()
             try:
                 sc, cfg = todo.get_nowait()
             except queue.Empty:
+                running.release()
                 return
+            released = []
+
+            def release():
+                # Once per boot: at the tail's start, or when the boot ends.
+                with lock:
+                    if released:
+                        return
+                    released.append(True)
+                running.release()
+
             with lock:
                 print("--- %s started" % sc.name, flush=True)
             try:
-                out, log_path = boot(sc, cfg, BOOT_SILENCE)
+                out, log_path = boot(sc, cfg, BOOT_SILENCE, release if tails else None)
             except Exception as e:   # a setup error: the main thread raises it
                 errors.append(e)
+                release()
                 return
+            finally:
+                release()
             with lock:
                 if out.boot_stalled and not out.splats:
                     stalled = log_dir / ("%s.stalled.log" % sc.name)
@@ -1221,7 +1263,7 @@ def run_parallel(jobs, runs, kernel, initrds, log_dir, run=None):
                 ok = report(sc, cfg, out, log_path, True)
                 counts["passed" if ok else "failed"] += 1
 
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs)]
+    threads = [threading.Thread(target=worker, daemon=True) for _ in range(jobs + tails)]
     for t in threads:
         t.start()
     for t in threads:
@@ -1286,6 +1328,18 @@ def self_test():
         checks.append(jobs_for(["-j", "two"], scs, 2, None) == "usage")
         checks.append(jobs_for(["-j", "2", "-v"], scs, 2, None) == "usage")
         checks.append(jobs_for(["-j", "auto", "-v"], scs, 2, None) == 1)
+        # Guests in their tail: one per job while memory lasts, none alone.
+        def tails_for(jobs, avail):
+            global mem_available_mib
+            mem_available_mib = lambda: avail
+            try:
+                return pick_tails(jobs, [Config(sc, parse_args([])) for sc in scs])
+            finally:
+                mem_available_mib = real_mem
+        checks.append(tails_for(2, 23 * 1024) == 2)
+        checks.append(tails_for(2, 14 * 1024) == 1)
+        checks.append(tails_for(2, 8 * 1024) == 0)
+        checks.append(tails_for(1, 64 * 1024) == 0)
 
         # The scheduler: longest first, every scenario once, verdicts
         # counted, at most `jobs` running at a time.  "unknown" stalls
@@ -1293,18 +1347,28 @@ def self_test():
         # again alone at the end, its first log kept.
         started = []
         running = [0, 0, 0]    # now, most at once, running at a retry
+        alive = [0, 0]         # guests with those in their tail: now, most
         lock = threading.Lock()
 
         def fake_run(sc, cfg, kernel, initrd, log_path, verbose, dry_run,
-                     boot_silence=None):
+                     boot_silence=None, on_done=None):
             with lock:
                 started.append(sc.name)
                 running[0] += 1
                 running[1] = max(running[1], running[0])
+                alive[0] += 1
+                alive[1] = max(alive[1], alive[0])
                 if sc.name == "unknown" and boot_silence is None:
                     running[2] = running[0]
             log_path.write_text("boot_silence=%s\n" % boot_silence)
             time.sleep(0.05)
+            with lock:
+                running[0] -= 1
+            if on_done:
+                on_done()       # the tail: the next one may start
+            time.sleep(0.2 if on_done else 0)
+            with lock:
+                alive[0] -= 1
             out = Outcome(sc.name)
             if sc.name == "unknown" and boot_silence is not None:
                 out.boot_stalled = True
@@ -1313,8 +1377,6 @@ def self_test():
                 out.ended = True
             out.elapsed = 0.05
             _judge(out, cfg)
-            with lock:
-                running[0] -= 1
             return out
 
         args = parse_args([])
@@ -1327,11 +1389,18 @@ def self_test():
             order = list(started)
             del started[:]
             two = run_parallel(2, runs, None, {False: None}, log_dir, fake_run)
+            two_alive = alive[1]
+            alive[1] = running[1] = 0
+            del started[:]
+            tailed = run_parallel(2, runs, None, {False: None}, log_dir, fake_run, tails=2)
         finally:
             sys.stdout.close()
             sys.stdout = real_stdout
         checks.append(order == ["long", "mid", "short", "unknown", "unknown"])
-        checks.append(serial == (3, 1) and two == (3, 1))
+        checks.append(serial == (3, 1) and two == (3, 1) and tailed == (3, 1))
+        # Guests in their tail give their place: never more than 2 running,
+        # more than 2 alive (at most 2 + tails) only with tails.
+        checks.append(two_alive == 2 and running[1] == 2 and 2 < alive[1] <= 4)
         checks.append(sorted(started) == sorted([sc.name for sc in scs] + ["unknown"]))
         checks.append(running[1] == 2)
         checks.append(started[-1] == "unknown" and running[2] == 1)
@@ -1399,7 +1468,7 @@ def main(argv):
     names = select(args, available)
     if not names:
         raise UsageError("no scenarios in %s" % CASES)
-    kernel = pick_kernel(args)
+    kernel = None if args.initramfs_only else pick_kernel(args)
     scenarios = [Scenario(available[n]) for n in names]
     configs = []    # validate all before booting
     for sc in scenarios:
@@ -1429,6 +1498,8 @@ def main(argv):
                 args.rebuild, lambda m: print("[initramfs] " + m), args.ksrc, with_selftests)
             print("[initramfs] %s %s" % ("built" if rebuilt else "cached",
                                          initrds[with_selftests]))
+    if args.initramfs_only:
+        return 0
     print("[kernel] %s" % kernel)
 
     log_dir = Path(args.log_dir) if args.log_dir else CACHE / "logs"
@@ -1439,9 +1510,11 @@ def main(argv):
             raise UsageError("--log-dir %s: %s" % (log_dir, e))
 
     if jobs > 1:
-        print("[jobs] %d scenarios, %d at a time" % (len(scenarios), jobs), flush=True)
+        tails = pick_tails(jobs, configs)
+        print("[jobs] %d scenarios, %d at a time (and up to %d in their tail)"
+              % (len(scenarios), jobs, tails), flush=True)
         passed, failed = run_parallel(jobs, list(zip(scenarios, configs)), kernel,
-                                      initrds, log_dir)
+                                      initrds, log_dir, tails=tails)
         print("%d passed, %d failed" % (passed, failed))
         return 1 if failed else 0
 
