@@ -242,14 +242,9 @@ impl<'a> MmapReadGuard<'a> {
     /// The lowest VMA that ends above `addr` (`find_vma()`), borrowed for
     /// as long as the guard is.
     pub fn find_vma(&self, addr: usize) -> Option<&VmaRef> {
-        // SAFETY: the mm is live and its mmap lock held (type invariant).
-        let vma = unsafe { bindings::find_vma(self.mm.as_raw(), addr) };
-        if vma.is_null() {
-            return None;
-        }
-        // SAFETY: `vma` belongs to this mm, whose mmap lock is held for as
-        // long as `self` is borrowed.
-        Some(unsafe { VmaRef::from_raw(vma) })
+        // SAFETY: the mm's mmap lock is held for as long as `self` is
+        // borrowed (type invariant).
+        unsafe { find_vma_locked(self.mm, addr) }
     }
 
     /// Returns the VMA that contains `addr`, if any.
@@ -360,13 +355,24 @@ impl<'a> MmapWriteLocked<'a> {
     /// The reference lives as long as the borrow of the token: the lock
     /// keeps the VMA in place until then.
     pub fn find_vma(&self, addr: usize) -> Option<&VmaRef> {
-        // SAFETY: the mm is live and its mmap lock held (type invariant).
-        let vma = unsafe { bindings::find_vma(self.mm.as_raw(), addr) };
-        if vma.is_null() {
-            return None;
-        }
-        // SAFETY: `vma` belongs to this mm, whose mmap lock is held for as
-        // long as `self` is borrowed.
-        Some(unsafe { VmaRef::from_raw(vma) })
+        // SAFETY: the mm's mmap lock is held for as long as `self` is
+        // borrowed (type invariant).
+        unsafe { find_vma_locked(self.mm, addr) }
     }
+}
+
+/// The lowest VMA of `mm` that ends above `addr` (`find_vma()`).
+///
+/// # Safety
+///
+/// The mmap lock of `mm` is held, for reading or writing, for all of `'a`.
+unsafe fn find_vma_locked<'a>(mm: &'a Mm, addr: usize) -> Option<&'a VmaRef> {
+    // SAFETY: the mm is live (`Mm`'s invariant) and its mmap lock held.
+    let vma = unsafe { bindings::find_vma(mm.as_raw(), addr) };
+    if vma.is_null() {
+        return None;
+    }
+    // SAFETY: `vma` belongs to `mm`, whose mmap lock the caller holds for
+    // `'a`.
+    Some(unsafe { VmaRef::from_raw(vma) })
 }
