@@ -182,16 +182,7 @@ fragmented() {
 
 # same_results TAG: both rounds counted the same passes, failures, skips.
 same_results() {
-	local a b
-	a=$(cat "$OUT/never/$1.sum" 2>/dev/null)
-	b=$(cat "$OUT/fallback/$1.sum" 2>/dev/null)
-	if [ -z "$a" ] || [ "$a" != "$b" ]; then
-		echo "never: ${a:-no result}"
-		echo "fallback: ${b:-no result}"
-		echo "$1: the rounds differ"
-		return 1
-	fi
-	echo "$a in both rounds"
+	selftest_same "$OUT/never" "$OUT/fallback" "$1"
 }
 
 stat_line() {
