@@ -164,13 +164,23 @@ where
         self.st.reserve.len()
     }
 
-    /// Frees reserve nodes beyond what one insert or remove needs
-    /// ([`tree::Tree::reserve_bound`]): after a store that preallocated
-    /// for many ranges.  Never sleeps.
+    /// Frees reserve nodes after a store that preallocated for many
+    /// ranges: if the reserve holds more than four times what one insert
+    /// or remove needs ([`tree::Tree::reserve_bound`]), it keeps twice
+    /// that.  Below, the nodes stay: what the preallocation of a store
+    /// over one to three ranges asks for ([`tree::Writer::store_bound`]:
+    /// up to three times the bound) is then mostly there already, and
+    /// the next preallocation allocates only what the last store used,
+    /// instead of freeing and allocating the same surplus around every
+    /// store.  Never sleeps.
     pub(crate) fn trim_reserve(&mut self) {
         let bound = self.tree.reserve_bound();
-        self.st.reserve.trim(bound);
-        self.hints.publish(&self.st);
+        if self.st.reserve.len() > bound.saturating_mul(4).saturating_add(4) {
+            self.st
+                .reserve
+                .trim(bound.saturating_mul(2).saturating_add(2));
+            self.hints.publish(&self.st);
+        }
     }
 
     /// Fills the reserve to `need` nodes more than [`tree::Tree::reserve_bound`]

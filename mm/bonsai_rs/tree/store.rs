@@ -49,6 +49,14 @@
 //! A store over `r` ranges needs `O(r log n)` nodes in the worst case;
 //! nodes it does not use stay in the reserve.
 //!
+//! Planning an insert or remove walks a path and costs about as much as
+//! doing it, so [`Writer::store_bound`] offers a bound without planning:
+//! one walk over the overlapped ranges, [`Tree::reserve_bound`] for each
+//! insert and remove, for a store or a clear alike.  A store checks the
+//! reserve against that bound first and plans only when it falls short,
+//! so a caller that preallocates by [`Writer::store_bound`] pays for one
+//! walk of the ranges before its update and none for the check.
+//!
 //! [`Tree::reserve_bound`]: super::Tree::reserve_bound
 
 use kernel::prelude::*;
@@ -70,14 +78,13 @@ struct StorePlan {
     second: Option<usize>,
     /// Ranges inside `[start, end)`.
     covered: usize,
-    /// Upper bound of the reserve nodes the update takes.
-    need: usize,
+    /// The range of the store or clear, `[start, end)`.
+    range: (usize, usize),
 }
 
 impl<'a, V: Copy> Writer<'a, V> {
-    /// Finds what a store (`store`) or clear of `[start, end)` changes and
-    /// bounds the nodes it needs.
-    fn plan_store(&self, start: usize, end: usize, store: bool) -> Result<StorePlan> {
+    /// Finds what a store or clear of `[start, end)` changes.
+    fn plan_ranges(&self, start: usize, end: usize) -> Result<StorePlan> {
         if start >= end {
             return Err(EINVAL);
         }
@@ -88,7 +95,7 @@ impl<'a, V: Copy> Writer<'a, V> {
             first: None,
             second: None,
             covered: 0,
-            need: 0,
+            range: (start, end),
         };
         let mut cur = self.find_from(start).map(|e| (e.start, e.end));
         if let Some((s, e)) = cur {
@@ -119,6 +126,17 @@ impl<'a, V: Copy> Writer<'a, V> {
             // `find_from(e)` returns ranges ending above `e`: progress.
             cur = self.find_from(e).map(|e| (e.start, e.end));
         }
+        Ok(plan)
+    }
+
+    /// Upper bound of the reserve nodes the store (`store`) or clear that
+    /// `plan` describes takes.  `exact` plans the first insert or remove
+    /// on the tree as it is; without it, every insert and remove counts
+    /// [`Tree::reserve_bound`], which bounds what any one of them takes,
+    /// so the result is never below the exact one and costs no walk.
+    ///
+    /// [`Tree::reserve_bound`]: super::Tree::reserve_bound
+    fn need_of(&self, plan: &StorePlan, store: bool, exact: bool) -> Result<usize> {
         // Trims and rewrites change neither the shape of the tree nor its
         // sizes: the first insert or remove after them can be planned on
         // the tree as it is, exactly.  Later ones take at most the bound
@@ -141,24 +159,55 @@ impl<'a, V: Copy> Writer<'a, V> {
                 plan.first.map(|f| f.0)
             };
             if let Some(s) = head {
-                need = need.saturating_add(self.remove_need(s)?);
+                let first = if exact { self.remove_need(s)? } else { per_op };
+                need = need.saturating_add(first);
                 need = need.saturating_add(per_op.saturating_mul(removed - 1));
             }
             if store {
                 let last = if keep == 1 {
                     // The keeper's rewrite.
                     1
-                } else if plan.left.is_none() && plan.right.is_none() {
+                } else if exact && plan.left.is_none() && plan.right.is_none() {
                     // Into a gap: the insert is the only update.
-                    self.insert_need(start, end)?
+                    self.insert_need(plan.range.0, plan.range.1)?
                 } else {
                     per_op
                 };
                 need = need.saturating_add(last);
             }
         }
-        plan.need = need;
-        Ok(plan)
+        Ok(need)
+    }
+
+    /// Checks that the reserve holds what the update `plan` describes
+    /// needs: first against the bound that costs no walk, which the
+    /// reserve filled by [`Writer::store_bound`] meets, then, only if
+    /// that fails, against the exact need.  `EAGAIN` if it holds fewer.
+    fn check_reserve(&self, plan: &StorePlan, store: bool) -> Result {
+        let have = self.reserve.len();
+        if have >= self.need_of(plan, store, false)? || have >= self.need_of(plan, store, true)? {
+            Ok(())
+        } else {
+            Err(EAGAIN)
+        }
+    }
+
+    /// Upper bound of the reserve nodes a [`Writer::store`] or
+    /// [`Writer::clear`] of `[start, end)` takes on the tree as it is,
+    /// whichever of the two follows; `EINVAL` if `start >= end`.
+    ///
+    /// One walk over the ranges `[start, end)` overlaps, no planned
+    /// update: every insert and remove counts [`Tree::reserve_bound`].
+    /// This is the preallocation step's question when it is cheaper to
+    /// keep a few nodes more than to plan (the VMA index's hooks, which
+    /// do not say whether a store or a clear follows).
+    ///
+    /// [`Tree::reserve_bound`]: super::Tree::reserve_bound
+    pub fn store_bound(&self, start: usize, end: usize) -> Result<usize> {
+        let plan = self.plan_ranges(start, end)?;
+        Ok(self
+            .need_of(&plan, true, false)?
+            .max(self.need_of(&plan, false, false)?))
     }
 
     /// Upper bound of the reserve nodes a [`Writer::store`] of
@@ -169,13 +218,15 @@ impl<'a, V: Copy> Writer<'a, V> {
     /// many nodes lets the store run without failing, as long as the tree
     /// does not change in between.
     pub fn store_need(&self, start: usize, end: usize) -> Result<usize> {
-        Ok(self.plan_store(start, end, true)?.need)
+        let plan = self.plan_ranges(start, end)?;
+        self.need_of(&plan, true, true)
     }
 
     /// Upper bound of the reserve nodes a [`Writer::clear`] of
     /// `[start, end)` takes; see [`Writer::store_need`].
     pub fn clear_need(&self, start: usize, end: usize) -> Result<usize> {
-        Ok(self.plan_store(start, end, false)?.need)
+        let plan = self.plan_ranges(start, end)?;
+        self.need_of(&plan, false, true)
     }
 
     /// Stores `value` for `[start, end)`, replacing whatever the tree held
@@ -196,10 +247,8 @@ impl<'a, V: Copy> Writer<'a, V> {
         value: V,
     ) -> core::result::Result<(), InsertError<V>> {
         let fail = move |error| InsertError { error, value };
-        let plan = self.plan_store(start, end, true).map_err(fail)?;
-        if self.reserve.len() < plan.need {
-            return Err(fail(EAGAIN));
-        }
+        let plan = self.plan_ranges(start, end).map_err(fail)?;
+        self.check_reserve(&plan, true).map_err(fail)?;
         self.cut(&plan, start, end).map_err(fail)?;
         match plan.first {
             Some((s, e)) => {
@@ -220,10 +269,8 @@ impl<'a, V: Copy> Writer<'a, V> {
     /// Fails as [`Writer::store`] does; clearing a range that holds
     /// nothing succeeds and changes nothing.
     pub fn clear(&mut self, start: usize, end: usize) -> Result {
-        let plan = self.plan_store(start, end, false)?;
-        if self.reserve.len() < plan.need {
-            return Err(EAGAIN);
-        }
+        let plan = self.plan_ranges(start, end)?;
+        self.check_reserve(&plan, false)?;
         self.cut(&plan, start, end)?;
         self.remove_within(start, end)
     }

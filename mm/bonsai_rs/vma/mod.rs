@@ -202,16 +202,22 @@ impl VmaIndex {
 fn account(w: &IndexWriter<'_>, vmas: &mut usize, nodes: &mut usize) {
     let now_vmas = w.tree.len();
     let now_nodes = now_vmas + w.st.reserve.len() + w.st.pending.len();
-    count(
-        bindings::bonsai_vma_event_BONSAI_VMA_VMAS,
-        now_vmas as isize - *vmas as isize,
-    );
-    count(
-        bindings::bonsai_vma_event_BONSAI_VMA_NODES,
-        now_nodes as isize - *nodes as isize,
-    );
-    *vmas = now_vmas;
-    *nodes = now_nodes;
+    // Most stores change neither gauge (a node used from the reserve
+    // becomes a tree node or a retired one): no call then.
+    if now_vmas != *vmas {
+        count(
+            bindings::bonsai_vma_event_BONSAI_VMA_VMAS,
+            now_vmas as isize - *vmas as isize,
+        );
+        *vmas = now_vmas;
+    }
+    if now_nodes != *nodes {
+        count(
+            bindings::bonsai_vma_event_BONSAI_VMA_NODES,
+            now_nodes as isize - *nodes as isize,
+        );
+        *nodes = now_nodes;
+    }
 }
 
 impl Drop for VmaIndex {
@@ -351,16 +357,16 @@ pub(crate) fn prealloc(lock: &mut MmapWriteLocked<'_>, start: usize, last: usize
         return;
     };
     let end = end_of(last);
-    // A store over the range, or a clear: the larger need of the two
-    // (the hooks do not say which follows), plus what one more insert or
-    // remove needs.
+    // A store over the range or a clear, whichever needs more (the hooks
+    // do not say which follows), plus what one more insert or remove
+    // needs.  The bound without planning: planning the update would cost
+    // about as much as making it, and the nodes it overestimates stay in
+    // the reserve for the next store (see `trim_reserve`).
     let need = w
-        .with_tree_writer(|t| {
-            Ok::<_, Error>(t.store_need(start, end)?.max(t.clear_need(start, end)?))
-        })
+        .with_tree_writer(|t| t.store_bound(start, end))
         .unwrap_or(0);
-    // A store over many VMAs asks for about `2h + 1` nodes per VMA (it
-    // uses about half).  Above a few thousand nodes and twice what the
+    // A store over many VMAs asks for `2h + 1` nodes per VMA (it uses
+    // about half).  Above a few thousand nodes and twice what the
     // index holds, the index is given up instead: rebuilding it would
     // cost less than the store.
     if need > LARGE_STORE_NODES.max(2 * w.tree.len()) {

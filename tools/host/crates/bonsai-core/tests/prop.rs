@@ -171,6 +171,10 @@ mod stores {
         /// A store (`true`) or clear with a reserve `1 + n % need` nodes
         /// short of its need: must fail and change nothing.
         Short(bool, usize, usize, usize),
+        /// A store (`true`) or clear with a reserve of exactly
+        /// `store_bound()` nodes, the VMA index's preallocation: must
+        /// succeed, and the bound is at least either exact need.
+        Bounded(bool, usize, usize),
         /// A plain insert and remove on the same tree.
         Insert(usize, usize),
         RemovePresent(usize),
@@ -191,6 +195,7 @@ mod stores {
             2 => range().prop_map(|(s, e)| StoreOp::Clear(s, e)),
             1 => (any::<bool>(), range(), any::<usize>())
                 .prop_map(|(st, (s, e), n)| StoreOp::Short(st, s, e, n)),
+            2 => (any::<bool>(), range()).prop_map(|(st, (s, e))| StoreOp::Bounded(st, s, e)),
             2 => range().prop_map(|(s, e)| StoreOp::Insert(s, e)),
             1 => any::<usize>().prop_map(StoreOp::RemovePresent),
             1 => addr().prop_map(StoreOp::Find),
@@ -283,6 +288,37 @@ mod stores {
                     prop_assert_eq!(got, Err(EAGAIN));
                     prop_assert_eq!(tree.stats(), stats);
                 }
+                StoreOp::Bounded(st, s, e) => {
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let bound = w.store_bound(s, e);
+                    if s >= e {
+                        prop_assert_eq!(bound, Err(EINVAL));
+                        continue;
+                    }
+                    let bound = bound.unwrap();
+                    let (sn, cn) = (w.store_need(s, e).unwrap(), w.clear_need(s, e).unwrap());
+                    prop_assert!(
+                        bound >= sn && bound >= cn,
+                        "bound {} below a need ({}, {}) for [{:#x}, {:#x})",
+                        bound,
+                        sn,
+                        cn,
+                        s,
+                        e
+                    );
+                    reserve.trim(bound);
+                    reserve.fill(bound, GFP_KERNEL).unwrap();
+                    // SAFETY: single-threaded test: this is the only writer.
+                    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+                    let got = if st {
+                        w.store(s, e, v).map_err(|e| e.error)
+                    } else {
+                        w.clear(s, e)
+                    };
+                    prop_assert_eq!(got, Ok(()), "{:?} [{:#x}, {:#x})", op, s, e);
+                    model_store(&mut model, s, e, st.then_some(v));
+                }
                 StoreOp::Insert(s, e) => {
                     reserve.fill(tree.reserve_bound(), GFP_KERNEL).unwrap();
                     // SAFETY: single-threaded test: this is the only writer.
@@ -367,11 +403,12 @@ fn long_random_store_runs() {
                 } else {
                     1 + rng.below(12)
                 } as usize;
-                match rng.below(12) {
+                match rng.below(13) {
                     0..=6 => StoreOp::Store(s, s + len),
                     7 | 8 => StoreOp::Clear(s, s + len),
                     9 => StoreOp::Insert(s, s + len),
                     10 => StoreOp::RemovePresent(rng.next_u64() as usize),
+                    11 => StoreOp::Bounded(rng.below(2) == 0, s, s + len),
                     _ => StoreOp::Short(rng.below(2) == 0, s, s + len, rng.next_u64() as usize),
                 }
             })
