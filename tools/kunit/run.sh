@@ -6,11 +6,16 @@
 #
 # Usage: tools/kunit/run.sh [--kunitconfig FILE] [--smp N] [--build-dir DIR]
 #                           [--build-only | --no-build] [FILTER_GLOB]
+#        tools/kunit/run.sh --parse LOG...
 #   FILTER_GLOB   e.g. 'gcma*' or 'rcx_node_lock.*' (kunit.py syntax)
 #   --build-dir   kernel output directory (default build/kunit)
 #   --build-only  build the kernel, run nothing
 #   --no-build    run the kernel a --build-only run of this tree built (no
 #                 resync, no make); refused if that build did not succeed
+#   --parse       boot nothing: judge the KUnit results in the console
+#                 logs LOG... (kunit.py parse), as make test does with the
+#                 scenario boots that ran the suites (kunit_kmemleak,
+#                 kunit_rcx_smp4); a log without results counts as a failure
 #
 # The kernel tree (build/linux) is resynced from the repository first, so an
 # edit is picked up and only what it affects is rebuilt.  Output goes to
@@ -29,6 +34,7 @@ build_only=0
 no_build=0
 out="$RSMM_BUILD/kunit"
 args=()
+parse=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--kunitconfig) kunitconfig=$(realpath "$2"); shift 2 ;;
@@ -36,6 +42,7 @@ while [ $# -gt 0 ]; do
 	--build-only) build_only=1; shift ;;
 	--no-build) no_build=1; shift ;;
 	--build-dir) out=$(realpath -m "$2"); shift 2 ;;
+	--parse) parse=1; shift ;;
 	-h|--help) sed -n '4,21p' "$0"; exit 0 ;;
 	-*) echo "kunit: unknown option $1" >&2; exit 2 ;;
 	*) args+=("$1"); shift ;;
@@ -44,6 +51,57 @@ done
 case "$smp" in
 ''|*[!0-9]*|0|1) echo "kunit: --smp needs a number >= 2 (two NUMA nodes need two CPUs)" >&2; exit 2 ;;
 esac
+
+# summary_of LOG: kunit.py's "Testing complete. Ran N tests: passed: P,
+# failed: F, crashed: C, ..." line in LOG, or nothing.
+summary_of() {
+	grep -E '^\[[0-9:]+\] Testing complete\. Ran [0-9]+ tests' "$1" | tail -n 1 || true
+}
+passed_in() {
+	echo "$1" | grep -oE 'passed: [0-9]+' | grep -oE '[0-9]+' || echo 0
+}
+failed_in() {
+	echo "$1" | grep -oE '(failed|crashed): [0-9]+' | grep -oE '[0-9]+' | paste -sd+ | bc || echo 0
+}
+
+if [ $parse = 1 ]; then
+	if [ ${#args[@]} -eq 0 ] || [ $build_only = 1 ] || [ $no_build = 1 ]; then
+		echo "kunit: --parse takes console logs and nothing else" >&2
+		exit 2
+	fi
+	passed=0
+	failed=0
+	for f in "${args[@]}"; do
+		echo "=== kunit.py parse $f"
+		parsed="${f%.log}.kunit"
+		if [ ! -r "$f" ]; then
+			echo "kunit: no log $f (did its scenario run?)" >&2
+			failed=$((failed + 1))
+			continue
+		fi
+		set +e
+		python3 "$RSMM_KSRC/tools/testing/kunit/kunit.py" parse "$f" 2>&1 | tee "$parsed"
+		rc=${PIPESTATUS[0]}
+		set -e
+		summary=$(summary_of "$parsed")
+		if [ -z "$summary" ]; then
+			echo "kunit: no test summary in $f" >&2
+			failed=$((failed + 1))
+			continue
+		fi
+		p=$(passed_in "$summary")
+		f1=$(failed_in "$summary")
+		[ -n "$f1" ] || f1=0
+		if [ "$rc" -ne 0 ] && [ "$f1" -eq 0 ]; then
+			f1=1
+		fi
+		passed=$((passed + ${p:-0}))
+		failed=$((failed + f1))
+	done
+	echo "kunit: $passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+fi
 
 if [ $build_only = 1 ] && [ $no_build = 1 ]; then
 	echo "kunit: --build-only and --no-build exclude each other" >&2

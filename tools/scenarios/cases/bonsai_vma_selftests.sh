@@ -1,28 +1,35 @@
 # shellcheck shell=dash
 # description: the kernel's mm selftests of VMA changes give the same results with the Bonsai VMA index off and on (crosscheck on); the index was used and never disagreed with the maple tree
-# duration: 320
+# duration: 220
 # mem: 2G
 # disk: 128M
 # timeout: 1200
 # selftests: mm
 #
-# Two passes of the same selftests (built by run.py into /selftests/mm,
-# see README.md) in one boot: first with /sys/kernel/mm/bonsai_vma/enabled
-# = 0 (faults look their VMA up in the maple tree, as without the index),
-# then = 1 with crosscheck = 1 (every index lookup compared with the
-# maple tree).  Each test runs as a new process, so in the second pass
-# every one has an index from its exec on.  Each test must give the same
-# pass/fail/skip counts and exit status in both passes, and fail no case;
-# in the second pass lookups and hits must grow, and crosscheck_diffs and
-# index_dropped must stay 0 (all counters are printed at the end).  On a
-# kernel without CONFIG_BONSAI_VMA the scenario fails, unless the command
-# line has vma_scenarios.noindex=1 (then both passes run with the index
-# checks skipped, and the first check says so).  A test stopped by a
-# known race of uffd-unit-tests' events cases (uffd_copy_raced, below)
-# runs once more, and its check line says so; a wrong lookup of the
-# index would also show in crosscheck_diffs.  That the comparison
-# can fail is checked too: a copy of one test's second summary with
-# another pass count must not compare equal to its first.
+# The selftests (built by run.py into /selftests/mm, see README.md) run
+# with /sys/kernel/mm/bonsai_vma/enabled = 1 and crosscheck = 1 (every
+# index lookup compared with the maple tree); each test runs as a new
+# process, so every one has an index from its exec on.  Every test must
+# fail no case and exit 0.  Then, in the same boot, the tests whose run
+# was not clean (a case failed or skipped, or a non-zero exit) run again
+# with enabled = 0 (faults look their VMA up in the maple tree, as
+# without the index), and must give the same pass/fail/skip counts and
+# exit status as with the index.  A test that passed every case and
+# skipped none with the index cannot do better without it, so its second
+# run would prove nothing the first does not (issue 27: run twice only
+# where it proves something); runs of all tests in both settings, in
+# earlier sessions' CI, gave identical counts.  With the index, lookups
+# and hits must grow, and crosscheck_diffs and index_dropped must stay 0
+# (all counters are printed at the end).  On a kernel without
+# CONFIG_BONSAI_VMA the scenario fails, unless the command line has
+# vma_scenarios.noindex=1 (then the tests run once with the index checks
+# skipped, and the first check says so).  A test stopped by a known
+# race of uffd-unit-tests' events cases (uffd_copy_raced, below) or by
+# khugepaged's compound collapse failing for want of a huge page
+# (compound_collapse_failed) runs once more, and its check line says so;
+# a wrong lookup of the index would also show in crosscheck_diffs.
+# That the comparison can fail is checked too: a copy of one test's
+# summary with another pass count must not compare equal to it.
 #
 # The tests, as run_vmtests.sh runs them but for the run time under TCG
 # with KASAN (each one is also killed after PER_TEST seconds, a failure;
@@ -93,27 +100,53 @@ uffd_copy_raced() {
 	grep -q -E '^Testing events(-wp)? on [a-z-]+\.\.\. ERROR: UFFDIO_COPY error: -2 ' "$1"
 }
 
+# compound_collapse_failed OUTFILE: khugepaged stopped because
+# MADV_COLLAPSE failed (twice: the test retries EAGAIN once) in
+# collapse_compound_extreme, whose 512 PTE-mapped THPs fill most of a
+# 1 GiB node before the collapse needs one more huge page on that node.
+# Seen once in about twenty runs, with the index off (CI, d760c7e).
+compound_collapse_failed() {
+	tr -d '\033' <"$1" | tr '\r' '\n' |
+		grep -q 'different compound pages\.\.\..*Fail: Bad return value'
+}
+
+# collapse_alloc_failed: /proc/vmstat's thp_collapse_alloc_failed.
+collapse_alloc_failed() {
+	awk '$1 == "thp_collapse_alloc_failed" { print $2 }' /proc/vmstat
+}
+
 # run_test PASS TAG CMD...: selftest_run into $OUT/PASS; a test stopped
-# by uffd_copy_raced runs once more, and its line says so (the second
-# run counts; its first output is kept as TAG.raced).
+# by uffd_copy_raced or compound_collapse_failed runs once more, and its
+# line says so (the second run counts; its first output is kept as
+# TAG.raced).  For the second, the line gives how many huge-page
+# allocations of collapses failed in the first run (0 means the failure
+# was not for want of memory).
 run_test() {
-	local pass tag out rc
+	local pass tag out rc why af0
 	pass=$1 tag=$2
 	shift 2
+	af0=$(collapse_alloc_failed)
 	out=$(selftest_run "$OUT/$pass" "$tag" $PER_TEST "$@")
 	rc=$?
+	why=
 	if [ $rc -ne 0 ] && uffd_copy_raced "$OUT/$pass/$tag.out"; then
+		why="UFFDIO_COPY -ENOENT in an events case"
+	elif [ $rc -ne 0 ] && compound_collapse_failed "$OUT/$pass/$tag.out"; then
+		why="MADV_COLLAPSE failed in collapse_compound_extreme, $(($(collapse_alloc_failed) - af0)) collapse allocation(s) failed"
+	fi
+	if [ -n "$why" ]; then
 		mv "$OUT/$pass/$tag.out" "$OUT/$pass/$tag.raced"
 		out=$(selftest_run "$OUT/$pass" "$tag" $PER_TEST "$@")
 		rc=$?
-		out=$(printf '%s\n' "$out" | sed '1s/$/ (run twice: UFFDIO_COPY -ENOENT in an events case)/')
+		out=$(printf '%s\n' "$out" | sed "1s/\$/ (run twice: $why)/")
 	fi
 	printf '%s\n' "$out"
 	return $rc
 }
 
-# run_pass PASS: every test once (a here-document, not a pipe: the loop
-# must run in this shell for check's counters).
+# run_pass PASS LINES: each test of LINES (lines as in TESTS) once (a
+# here-document, not a pipe: the loop must run in this shell for check's
+# counters).
 run_pass() {
 	local pass line tag overcommit
 	pass=$1
@@ -129,9 +162,40 @@ run_pass() {
 		echo "$overcommit" >/proc/sys/vm/overcommit_memory
 		selftest_skips "$OUT/$pass/$tag.out" | sed "s/^ */# $pass $tag skip: /"
 	done <<EOF
-$TESTS
+$2
 EOF
 	log "pass $pass done at $(uptime_s) s"
+}
+
+# not_clean PASS: the lines of TESTS whose run in PASS failed or skipped
+# a case or exited non-zero (or left no summary).
+not_clean() {
+	local line
+	while IFS= read -r line; do
+		case "$(cat "$OUT/$1/${line%%:*}.sum" 2>/dev/null)" in
+		"pass="*" fail=0 skip=0 rc=0") ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done <<EOF
+$TESTS
+EOF
+}
+
+# clean_tags: the tags of TESTS that are not in $again.
+clean_tags() {
+	local line
+	while IFS= read -r line; do
+		case "
+$again
+" in
+		*"
+$line
+"*) ;;
+		*) printf '%s ' "${line%%:*}" ;;
+		esac
+	done <<EOF
+$TESTS
+EOF
 }
 
 # set_index 0|1: the index switch and crosscheck for the next pass.
@@ -157,34 +221,36 @@ else
 	mkswap /dev/vda >/dev/null
 	check swapon swapon /dev/vda
 
-	set_index 0
-	[ "$BONSAI_VMA" = 1 ] && c0=$(bonsai_vma_counters)
-	run_pass off
-
 	# Read before the switch: the checks' own processes then have an
-	# index and would count in the first pass's figures.
+	# index and would count in the pass's figures.
 	[ "$BONSAI_VMA" = 1 ] && c1=$(bonsai_vma_counters)
 	set_index 1
-	run_pass on
+	run_pass on "$TESTS"
+	[ "$BONSAI_VMA" = 1 ] && c2=$(bonsai_vma_counters)
 
-	while IFS= read -r line; do
-		check "same_${line%%:*}" selftest_same $OUT/off $OUT/on "${line%%:*}"
-	done <<EOF
-$TESTS
+	# Without the index, the tests whose run with it was not clean.
+	again=
+	[ "$BONSAI_VMA" = 1 ] && again=$(not_clean on)
+	set_index 0
+	if [ -n "$again" ]; then
+		run_pass off "$again"
+		while IFS= read -r line; do
+			check "same_${line%%:*}" selftest_same $OUT/on $OUT/off "${line%%:*}"
+		done <<EOF
+$again
 EOF
-	# The comparison can fail: the first test's summary of the second
-	# pass with another pass count must differ from the first pass's.
+	fi
+	log "run with the index only (clean runs): $(clean_tags)"
+	# The comparison can fail: the first test's summary with another
+	# pass count must differ from its own.
 	first=${TESTS%%:*}
 	mkdir -p $OUT/fake
 	sed -E 's/pass=([0-9]+)/pass=\10/' $OUT/on/$first.sum >$OUT/fake/$first.sum
-	check catches_difference not selftest_same $OUT/off $OUT/fake "$first"
+	check catches_difference not selftest_same $OUT/on $OUT/fake "$first"
 
 	if [ "$BONSAI_VMA" = 1 ]; then
-		c2=$(bonsai_vma_counters)
-		log "counters before the off pass: $c0"
 		log "counters before the on pass: $c1"
 		log "counters after the on pass: $c2"
-		log "off pass changed: $(bonsai_vma_delta "$c0" "$c1")"
 		log "on pass changed: $(bonsai_vma_delta "$c1" "$c2")"
 		check lookups_grew expect_gt "$(kv lookups "$c2")" "$(kv lookups "$c1")"
 		check hits_grew expect_gt "$(kv hits "$c2")" "$(kv hits "$c1")"
