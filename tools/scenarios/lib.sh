@@ -411,6 +411,42 @@ selftest_run() {
 	return 1
 }
 
+# selftest_not_clean DIR LINES: the lines of LINES ("tag:command", one
+# test per line) whose run that selftest_run kept in DIR failed or
+# skipped a case, exited non-zero, or left no summary.  Those are the
+# runs a second run in another setting can tell something about: a run
+# that passed every case and skipped none cannot do better elsewhere.
+selftest_not_clean() {
+	local line
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		case "$(cat "$1/${line%%:*}.sum" 2>/dev/null)" in
+		"pass="*" fail=0 skip=0 rc=0") ;;
+		*) printf '%s\n' "$line" ;;
+		esac
+	done <<EOF
+$2
+EOF
+}
+
+# selftest_tags_except LINES EXCEPT: the tags of the lines of LINES
+# that are not lines of EXCEPT, on one line.
+selftest_tags_except() {
+	local line
+	while IFS= read -r line; do
+		case "
+$2
+" in
+		*"
+$line
+"*) ;;
+		*) printf '%s ' "${line%%:*}" ;;
+		esac
+	done <<EOF
+$1
+EOF
+}
+
 # selftest_same DIR1 DIR2 TAG: the runs of TAG that selftest_run kept in
 # DIR1 and DIR2 counted the same passes, failures and skips, and exited
 # the same.

@@ -167,37 +167,6 @@ EOF
 	log "pass $pass done at $(uptime_s) s"
 }
 
-# not_clean PASS: the lines of TESTS whose run in PASS failed or skipped
-# a case or exited non-zero (or left no summary).
-not_clean() {
-	local line
-	while IFS= read -r line; do
-		case "$(cat "$OUT/$1/${line%%:*}.sum" 2>/dev/null)" in
-		"pass="*" fail=0 skip=0 rc=0") ;;
-		*) printf '%s\n' "$line" ;;
-		esac
-	done <<EOF
-$TESTS
-EOF
-}
-
-# clean_tags: the tags of TESTS that are not in $again.
-clean_tags() {
-	local line
-	while IFS= read -r line; do
-		case "
-$again
-" in
-		*"
-$line
-"*) ;;
-		*) printf '%s ' "${line%%:*}" ;;
-		esac
-	done <<EOF
-$TESTS
-EOF
-}
-
 # set_index 0|1: the index switch and crosscheck for the next pass.
 set_index() {
 	[ "$BONSAI_VMA" = 1 ] || return 0
@@ -230,7 +199,7 @@ else
 
 	# Without the index, the tests whose run with it was not clean.
 	again=
-	[ "$BONSAI_VMA" = 1 ] && again=$(not_clean on)
+	[ "$BONSAI_VMA" = 1 ] && again=$(selftest_not_clean $OUT/on "$TESTS")
 	set_index 0
 	if [ -n "$again" ]; then
 		run_pass off "$again"
@@ -240,7 +209,7 @@ else
 $again
 EOF
 	fi
-	log "run with the index only (clean runs): $(clean_tags)"
+	log "run with the index only (clean runs): $(selftest_tags_except "$TESTS" "$again")"
 	# The comparison can fail: the first test's summary with another
 	# pass count must differ from its own.
 	first=${TESTS%%:*}

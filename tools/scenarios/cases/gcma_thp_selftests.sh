@@ -1,6 +1,6 @@
 # shellcheck shell=dash
 # description: the kernel's THP selftests (khugepaged, cow, split_huge_page, transhuge-stress) pass the same with memory fragmented and GCMA's THP fallback on as without
-# duration: 190
+# duration: 150
 # append: gcma=1280M:thp gcma.thp_mode=never
 # append: rcupdate.rcu_cpu_stall_suppress_at_boot=1 nokaslr
 # mem: 3G
@@ -9,13 +9,19 @@
 # timeout: 600
 # selftests: mm
 #
-# Two rounds of the same selftests (built by run.py into /selftests/mm,
-# see README.md): the baseline with mode "never" (the kernel as without
-# GCMA) on unfragmented memory, then with mode "fallback" after fragpin
-# has left one pinned page in every 2 MiB block of the buddy allocator,
-# so that every PMD-sized THP has to come from the THP area.  Each test
-# must pass in both rounds with the same pass/fail/skip counts, and the
-# second round must have taken THPs from GCMA, by fault and by collapse.
+# The selftests (built by run.py into /selftests/mm, see README.md) run
+# with mode "fallback" after fragpin has left one pinned page in every
+# 2 MiB block of the buddy allocator, so that every PMD-sized THP has to
+# come from the THP area.  Each test must fail no case and exit 0, and
+# the round must have taken THPs from GCMA, by fault and by collapse.
+# Then fragpin lets go, and the tests whose run was not clean (a case
+# skipped or failed, a non-zero exit: cow's hugetlb case skips here) run
+# again with mode "never" (the kernel as without GCMA) on memory that is
+# whole again, and must give the same pass/fail/skip counts.  A test that
+# passed every case and skipped none with the fallback cannot do better
+# without it, so its second run would prove nothing (issue 27: run twice
+# only where it proves something); runs of all tests in both modes, in
+# earlier sessions' CI, gave identical counts.
 #
 # Sizes: khugepaged's collapse_compound_extreme holds 512 THPs at once
 # (one page of each stays mapped), so the THP area has 1280 MiB: 640
@@ -117,8 +123,9 @@ run_test() {
 	return 1
 }
 
-# run_round ROUND: every test once (a here-document, not a pipe: the
-# loop must run in this shell for check's counters).
+# run_round ROUND LINES: each test of LINES (lines as in TESTS) once (a
+# here-document, not a pipe: the loop must run in this shell for check's
+# counters).
 run_round() {
 	local round line tag
 	round=$1
@@ -129,7 +136,7 @@ run_round() {
 		check "${round}_$tag" run_test "$round" "$tag" $ST/${line#*:}
 		selftest_skips "$OUT/$round/$tag.out" | sed "s/^ */# $round $tag skip: /"
 	done <<EOF
-$TESTS
+$2
 EOF
 }
 
@@ -182,7 +189,7 @@ fragmented() {
 
 # same_results TAG: both rounds counted the same passes, failures, skips.
 same_results() {
-	selftest_same "$OUT/never" "$OUT/fallback" "$1"
+	selftest_same "$OUT/fallback" "$OUT/never" "$1"
 }
 
 stat_line() {
@@ -215,8 +222,6 @@ else
 	mkswap /dev/vda >/dev/null
 	check swapon swapon /dev/vda
 
-	run_round never
-
 	# Pinned pages stay put: compaction must not move them.  Proactive
 	# compaction off: it would scan and migrate without end the memory
 	# fragpin keeps fragmented, under the selftests (collapse_raced).
@@ -238,21 +243,35 @@ else
 	collapse0=$(read_counter $T/stat gcma_thp_collapse_alloc)
 	log "before: $(stat_line); $(vmstat_line)"
 
-	run_round fallback
+	run_round fallback "$TESTS"
 
 	log "after: $(stat_line); $(vmstat_line); ${area##*/} primary_used_pages $(cat "$area/primary_used_pages" 2>/dev/null)"
 	log "fragpin since: $(grep -c 'freed since' /tmp/fragpin.out) sweeps took $(sed -n 's/.*took \([0-9]*\) blocks freed since/\1/p' /tmp/fragpin.out | awk '{ n += $1 } END { print n + 0 }') blocks; free 2 MiB blocks now $(free_huge_blocks)"
 	check gcma_fault_alloc expect_gt "$(read_counter $T/stat gcma_thp_fault_alloc)" "$fault0"
 	check gcma_collapse_alloc expect_gt "$(read_counter $T/stat gcma_thp_collapse_alloc)" "$collapse0"
-	while IFS= read -r line; do
-		check "same_${line%%:*}" same_results "${line%%:*}"
-	done <<EOF
-$TESTS
-EOF
-
 	kill "$frag"
 	wait "$frag" 2>/dev/null
 	echo "$proactive" >/proc/sys/vm/compaction_proactiveness
+
+	# Without GCMA, the tests whose run with the fallback was not clean.
+	again=$(selftest_not_clean $OUT/fallback "$TESTS")
+	echo never >$T/mode
+	check mode_never_again expect_file_contains $T/mode '\[never\]'
+	if [ -n "$again" ]; then
+		run_round never "$again"
+		while IFS= read -r line; do
+			check "same_${line%%:*}" same_results "${line%%:*}"
+		done <<EOF
+$again
+EOF
+	fi
+	log "run with the fallback only (clean runs): $(selftest_tags_except "$TESTS" "$again")"
+	# The comparison can fail: the first test's summary with another
+	# pass count must differ from its own.
+	first=${TESTS%%:*}
+	mkdir -p $OUT/fake
+	sed -E 's/pass=([0-9]+)/pass=\10/' $OUT/fallback/$first.sum >$OUT/fake/$first.sum
+	check catches_difference not selftest_same $OUT/fallback $OUT/fake "$first"
 	swapoff /dev/vda
 	log "done at $(uptime_s) s"
 fi
