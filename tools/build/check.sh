@@ -60,8 +60,11 @@ clippy_build() {
 		xargs -0 -r grep -lE '(rustc|clippy-driver) ')
 	rm -f "$out/rust/kernel.o" "$out/rust/doctests_kernel_generated.o"
 	echo "check: CLIPPY=1 build of $(basename "$out")"
+	# bzImage, not only vmlinux: the relinked vmlinux must stay the one
+	# the bzImage was made of, or a profile of a boot (guest-profile.py
+	# reads vmlinux's symbols) would name the wrong functions.
 	make -C "$RSMM_KSRC" O="$out" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" CLIPPY=1 \
-		-j"$(nproc)" vmlinux >"$log" 2>&1
+		-j"$(nproc)" bzImage >"$log" 2>&1
 }
 
 do_clippy() {
