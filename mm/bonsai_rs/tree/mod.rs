@@ -100,6 +100,7 @@
 //!   of [`RetiredList`]s after a grace period.
 
 mod balance;
+mod build;
 mod check;
 mod node;
 mod stack;

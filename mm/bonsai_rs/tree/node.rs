@@ -377,6 +377,22 @@ impl<V> NodeReserve<V> {
         self.make(start, end, value, None, None, size)
     }
 
+    /// Takes a node for a new range with the given children and subtree
+    /// size (a tree built bottom-up); gives the value back if the reserve
+    /// is empty.
+    pub(crate) fn alloc_with<'a>(
+        &mut self,
+        start: usize,
+        end: usize,
+        value: V,
+        left: Link<'a, V>,
+        right: Link<'a, V>,
+        size: usize,
+        _key: &WriteKey,
+    ) -> core::result::Result<NodeRef<'a, V>, V> {
+        self.make(start, end, value, left, right, size)
+    }
+
     /// Takes a node that replaces `old`: same range, a copy of `old`'s
     /// value, the given children and size.  `old` goes to `retired` as a
     /// husk.

@@ -322,17 +322,22 @@ pub(crate) fn build_for_child(lock: &mut MmapWriteLocked<'_>) {
     count(bindings::bonsai_vma_event_BONSAI_VMA_INDEX_CREATED, 1);
 }
 
-/// Inserts every VMA of the address space of `lock`, in address order.
+/// Builds the index of the address space of `lock` from its VMAs at
+/// once, bottom-up (`Writer::build_sorted`): one node per VMA and no
+/// rebalancing, where inserting them one by one would plan and walk a
+/// path for each.  The VMAs are gathered first (`find_vma()` from the end
+/// of the last one), into a temporary array that may be large for a big
+/// address space, hence `kvmalloc()`.
 fn fill_from_maple(lock: &MmapWriteLocked<'_>, w: &mut IndexWriter<'_>) -> Result {
+    let mut vmas = KVVec::new();
     let mut addr = 0;
     while let Some(vma) = lock.find_vma(addr) {
         let (start, end) = (vma.start(), vma.end());
-        let v = VmaPtr::from_ref(vma);
-        w.preallocate_bound(0, GFP_KERNEL_ACCOUNT)?;
-        w.with_tree_writer(|t| t.insert(start, end, v).map_err(Error::from))?;
+        vmas.push((start, end, VmaPtr::from_ref(vma)), GFP_KERNEL)?;
         addr = end;
     }
-    Ok(())
+    w.preallocate_bound(vmas.len(), GFP_KERNEL_ACCOUNT)?;
+    w.with_tree_writer(|t| t.build_sorted(&vmas))
 }
 
 /// Takes the index away from the address space of `lock` (its VMAs are

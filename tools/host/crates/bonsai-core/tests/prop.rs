@@ -229,9 +229,19 @@ mod stores {
 
     pub(super) fn run(params: BalanceParams, ops: Vec<StoreOp>) -> Result<(), TestCaseError> {
         let tree = Tree::with_params(params);
+        let mut model = Model::new();
+        run_on(&tree, &mut model, params, ops)
+    }
+
+    /// `ops` on `tree`, which holds what `model` does.
+    pub(super) fn run_on(
+        tree: &Tree<u64>,
+        mut model: &mut Model,
+        _params: BalanceParams,
+        ops: Vec<StoreOp>,
+    ) -> Result<(), TestCaseError> {
         let mut reserve = NodeReserve::new();
         let mut retired = RetiredList::new();
-        let mut model = Model::new();
         let g = NoReclaim;
         for (i, op) in ops.into_iter().enumerate() {
             let v = i as u64;
@@ -415,4 +425,101 @@ fn long_random_store_runs() {
             .collect();
         stores::run(params, ops).unwrap();
     }
+}
+
+/// Sorted, disjoint ranges: `n` gaps and lengths, laid out upwards.
+fn sorted_ranges() -> impl Strategy<Value = Vec<(usize, usize, u64)>> {
+    prop::collection::vec((0usize..5, 1usize..40), 0..700).prop_map(|v| {
+        let mut at = 0usize;
+        v.into_iter()
+            .enumerate()
+            .map(|(i, (gap, len))| {
+                let s = at + gap;
+                at = s + len;
+                (s, at, i as u64)
+            })
+            .collect()
+    })
+}
+
+mod build {
+    use super::*;
+
+    /// A tree built from `ranges` in one go must hold them all, pass the
+    /// invariant check (balance included), take exactly one node per
+    /// range, and then take random range stores as a tree built by
+    /// inserts does.
+    pub(super) fn run(
+        params: BalanceParams,
+        ranges: Vec<(usize, usize, u64)>,
+        stores: Vec<stores::StoreOp>,
+    ) -> Result<(), TestCaseError> {
+        let tree = Tree::with_params(params);
+        let mut reserve = NodeReserve::new();
+        let mut retired = RetiredList::new();
+        let n = ranges.len();
+        reserve.fill(n + 5, GFP_KERNEL).unwrap();
+        {
+            // SAFETY: single-threaded test: this is the only writer.
+            let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+            prop_assert_eq!(w.build_sorted(&ranges), Ok(()));
+            prop_assert_eq!(w.reserve_len(), 5);
+            let report = w.check();
+            prop_assert!(report.is_ok(), "{:?}", report);
+            let got: Vec<_> = w.iter().map(|e| (e.start, e.end, *e.value)).collect();
+            prop_assert_eq!(got, ranges.clone());
+            if n > 0 {
+                // Not on a tree that holds ranges already.
+                prop_assert_eq!(w.build_sorted(&ranges), Err(EEXIST));
+            }
+        }
+        prop_assert_eq!(tree.len(), n);
+        prop_assert_eq!(retired.len(), 0);
+        // SAFETY: single-threaded: no lookup is running.
+        unsafe { retired.free() };
+        let mut model = ranges
+            .iter()
+            .map(|&(s, e, v)| (s, (e, v)))
+            .collect::<BTreeMap<_, _>>();
+        stores::run_on(&tree, &mut model, params, stores)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(debug_assertions) { 128 } else { 512 },
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn built_tree_matches_inserted(
+        params in params(),
+        ranges in sorted_ranges(),
+        ops in prop::collection::vec(stores::store_op(), 0..60),
+    ) {
+        build::run(params, ranges, ops)?;
+    }
+}
+
+/// What build_sorted refuses, changing nothing.
+#[test]
+fn build_sorted_refuses() {
+    let tree = Tree::<u64>::new();
+    let mut reserve = NodeReserve::new();
+    let mut retired = RetiredList::new();
+    reserve.fill(8, GFP_KERNEL).unwrap();
+    // SAFETY: single-threaded test: this is the only writer.
+    let mut w = unsafe { tree.writer(&mut reserve, &mut retired) };
+    assert_eq!(w.build_sorted(&[(5, 5, 0)]), Err(EINVAL));
+    assert_eq!(w.build_sorted(&[(1, 4, 0), (3, 6, 1)]), Err(EINVAL));
+    assert_eq!(w.build_sorted(&[(4, 6, 0), (1, 2, 1)]), Err(EINVAL));
+    let many: Vec<_> = (0..9).map(|i| (2 * i, 2 * i + 1, i as u64)).collect();
+    assert_eq!(w.build_sorted(&many), Err(EAGAIN));
+    assert_eq!(w.reserve_len(), 8);
+    assert_eq!(w.build_sorted(&[]), Ok(()));
+    assert_eq!(w.iter().count(), 0);
+    // Adjacent ranges are fine.
+    assert_eq!(w.build_sorted(&[(1, 4, 0), (4, 6, 1)]), Ok(()));
+    assert_eq!(w.reserve_len(), 6);
+    assert!(w.check().is_ok());
 }
