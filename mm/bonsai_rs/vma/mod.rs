@@ -55,6 +55,7 @@ use kernel::{
 use crate::{tree, Hints, WriteGuard, WriterState};
 
 mod entry;
+mod reap;
 #[cfg(CONFIG_BONSAI_KUNIT_TEST)]
 pub(crate) mod tests;
 
@@ -80,6 +81,9 @@ struct Locked {
     /// Ranges and nodes as last added to the gauges.
     vmas: usize,
     nodes: usize,
+    /// Frees the tree in process context when the index is dropped (an
+    /// index of more than `reap::REAP_MIN_NODES` taken out at exit).
+    reaper: Option<Pin<KBox<reap::Reaper>>>,
 }
 
 /// The VMA index of one address space, owned by its `mm->bonsai_vma`.
@@ -112,8 +116,10 @@ unsafe impl HasRcuHead for VmaIndex {
     const RCU_HEAD_OFFSET: usize = mem::offset_of!(Self, head);
 }
 
-// SAFETY: dropping an index frees its nodes with `kfree()`, and the
-// values (`VmaPtr`) have no drop glue; the gauges are per-CPU adds.
+// SAFETY: dropping an index frees its nodes with `kfree()` (or hands the
+// tree to its reaper, queued with `queue_work()`, which neither sleeps
+// nor allocates), and the values (`VmaPtr`) have no drop glue; the gauges
+// are per-CPU adds.
 unsafe impl AtomicDrop for VmaIndex {}
 
 /// The writer of an index: the tree's range-store writer on the state the
@@ -145,6 +151,7 @@ impl VmaIndex {
                     w: WriterState::new(),
                     vmas: 0,
                     nodes: 0,
+                    reaper: None,
                 }),
             },
             flags,
@@ -236,14 +243,21 @@ impl Drop for VmaIndex {
         // SAFETY: by the type invariant no lookup can reach the index, nor
         // so the nodes its writers retired.
         unsafe { pending.free() };
-        // The tree's nodes, the reserve and the spare batch go with the
-        // fields.
+        // A large tree goes to its reaper, to be freed in process context.
+        if let Some(r) = l.reaper.take() {
+            r.reap(&mut self.tree);
+        }
+        // The tree's nodes (unless reaped), the reserve and the spare
+        // batch go with the fields.
     }
 }
 
 /// Takes the index out of the address space of `lock` and frees it after
-/// a grace period (lookups that found it before may still read it).
-fn take_out(lock: &mut MmapWriteLocked<'_>) {
+/// a grace period (lookups that found it before may still read it).  With
+/// `reap`, a large tree is freed in process context after that (see
+/// [`reap`]); the reaper is allocated without sleeping, and without it
+/// the tree goes with the index in the RCU callback.
+fn take_out(lock: &mut MmapWriteLocked<'_>, reap: bool) {
     let p = slot(lock.mm()).swap(ptr::null_mut(), Ordering::Release);
     if p.is_null() {
         return;
@@ -252,7 +266,13 @@ fn take_out(lock: &mut MmapWriteLocked<'_>) {
     // `build_for_child` and is owned by the slot, which no longer points
     // to it; the RCU callback drops it after a grace period, when no
     // lookup that loaded the old slot can still be reading it.
-    rcu::drop_after_gp(unsafe { KBox::from_raw(p) });
+    let mut index = unsafe { KBox::from_raw(p) };
+    if reap && index.tree.len() > reap::REAP_MIN_NODES {
+        if let Ok(r) = reap::Reaper::new(GFP_NOWAIT | __GFP_NOWARN) {
+            index.locked.get_mut().reaper = Some(r);
+        }
+    }
+    rcu::drop_after_gp(index);
 }
 
 /// Whether the node size was printed.
@@ -343,7 +363,7 @@ fn fill_from_maple(lock: &MmapWriteLocked<'_>, w: &mut IndexWriter<'_>) -> Resul
 /// Takes the index away from the address space of `lock` (its VMAs are
 /// about to be freed, or the `mm_struct` itself).
 pub(crate) fn destroy(lock: &mut MmapWriteLocked<'_>) {
-    take_out(lock);
+    take_out(lock, true);
 }
 
 /// Converts an inclusive last address to the end of a range.  A range
@@ -378,7 +398,7 @@ pub(crate) fn prealloc(lock: &mut MmapWriteLocked<'_>, start: usize, last: usize
         account(&w, vmas, nodes);
         drop(w);
         count(bindings::bonsai_vma_event_BONSAI_VMA_INDEX_DROPPED, 1);
-        take_out(lock);
+        take_out(lock, false);
         return;
     }
     if w.preallocate_bound(need, flags).is_err() {
@@ -421,7 +441,7 @@ pub(crate) fn store(
                 pr_err!("store of [{:#x}, {:#x}] failed ({:?})\n", start, last, e);
             }
             count(bindings::bonsai_vma_event_BONSAI_VMA_INDEX_DROPPED, 1);
-            take_out(lock);
+            take_out(lock, false);
         }
     }
 }

@@ -434,11 +434,58 @@ fn race_reader(r: &Race, stable: usize, seed: u64) {
     r.lookups.fetch_add(n, Ordering::Relaxed);
 }
 
+/// An index of more than `REAP_MIN_NODES` VMAs, taken out when its
+/// address space goes, is freed after the grace period by a reaper on the
+/// unbound workqueue, in process context (KASAN and, in the kmemleak
+/// scenario, kmemleak check the frees).
+fn large_index_reaped_at_exit() -> Result {
+    // SAFETY: a KUnit case runs in process context, outside atomic sections.
+    let ctx = unsafe { MaySleep::new() };
+    let mm = new_mm()?;
+    let n = super::reap::REAP_MIN_NODES + 100;
+    {
+        let u = UseMm::new(&mm);
+        if !calls_supported(&u) {
+            return Ok(());
+        }
+        // Above the window, a page between neighbours: nothing merges.
+        for k in 0..n {
+            if u.mmap(PAGES + 2 * k, 1, PROT_READ) < 0 {
+                pr_err!("mmap {} of {} failed\n", k, n);
+                return Err(ENOMEM);
+            }
+        }
+    }
+    let vmas = check(&mm, &"large index")?;
+    kunit_expect!(vmas > n, "{} VMAs for {} maps", vmas, n);
+    let gauge = counter(bindings::bonsai_vma_event_BONSAI_VMA_VMAS);
+    let reaped = super::reap::REAPED.load(Ordering::Relaxed);
+    // The last user goes: exit_mmap() takes the index out.
+    drop(mm);
+    // The RCU callback has dropped the index and queued its reaper.
+    kernel::sync::rcu::barrier(&ctx);
+    kunit_expect_eq!(
+        counter(bindings::bonsai_vma_event_BONSAI_VMA_VMAS),
+        gauge - vmas as i64
+    );
+    let mut waited = 0;
+    while super::reap::REAPED.load(Ordering::Relaxed) == reaped && waited < 200 {
+        delay::msleep(&ctx, 10);
+        waited += 1;
+    }
+    kunit_expect!(
+        super::reap::REAPED.load(Ordering::Relaxed) > reaped,
+        "no reaper ran within 2 s"
+    );
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "bonsai_vma",
     cases: [
         index_follows_random_changes,
         short_reserve_drops_index,
+        large_index_reaped_at_exit,
         #[slow] lookups_race_changes,
     ],
 }
