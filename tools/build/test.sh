@@ -72,9 +72,11 @@ scenarios() {
 # every suite at boot with kmemleak on (and then scans for leaks), and
 # kunit_rcx_smp4 the RCX stress suite again with four vCPUs.  The KUnit
 # tier then judges the cases from those two boots' logs (run.sh --parse,
-# kunit.py's parser), instead of booting every suite a second time
-# without kmemleak: the same cases, arguments and kernel, one boot.  Its
-# time is that of the parse; the boots count in the scenario tier's.
+# kunit.py's parser, and any kernel report in them fails the tier too),
+# instead of booting every suite a second time without kmemleak: the
+# same cases and kernel, and the KUnit runner's arguments (see each
+# scenario's header).  Its time is that of the parse; the boots count in
+# the scenario tier's.
 # Each scenario's report is printed whole when it ends.  The build's time
 # is printed on a line of its own.
 mkdir -p "$RSMM_BUILD"

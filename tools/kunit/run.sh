@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 	--no-build) no_build=1; shift ;;
 	--build-dir) out=$(realpath -m "$2"); shift 2 ;;
 	--parse) parse=1; shift ;;
-	-h|--help) sed -n '4,21p' "$0"; exit 0 ;;
+	-h|--help) sed -n '4,/^$/p' "$0" | sed '$d'; exit 0 ;;
 	-*) echo "kunit: unknown option $1" >&2; exit 2 ;;
 	*) args+=("$1"); shift ;;
 	esac
@@ -51,6 +51,23 @@ done
 case "$smp" in
 ''|*[!0-9]*|0|1) echo "kunit: --smp needs a number >= 2 (two NUMA nodes need two CPUs)" >&2; exit 2 ;;
 esac
+
+# KUnit judges test cases only; a WARN, lockdep, KASAN or kmemleak report,
+# a sleep in atomic context, an RCU stall or a hung task anywhere in the
+# boot fails the run too.  The patterns are shared with the scenario tier.
+splat_re="$repo/tools/build/splat.re"
+splat_ignore="$repo/tools/build/splat-ignore.re"
+check_splats() {
+	local f=$1 hits
+	[ -f "$f" ] || return 0
+	hits=$(grep -aE -f <(grep -vE '^(#|$)' "$splat_re") "$f" |
+		grep -avE -f <(grep -vE '^(#|$)' "$splat_ignore") | head -n 5)
+	if [ -n "$hits" ]; then
+		echo "kunit: kernel splat in $f:" >&2
+		echo "$hits" | sed 's/^/  /' >&2
+		return 1
+	fi
+}
 
 # summary_of LOG: kunit.py's "Testing complete. Ran N tests: passed: P,
 # failed: F, crashed: C, ..." line in LOG, or nothing.
@@ -95,6 +112,11 @@ if [ $parse = 1 ]; then
 		if [ "$rc" -ne 0 ] && [ "$f1" -eq 0 ]; then
 			f1=1
 		fi
+		# Any kernel report in the boot fails it too, as for a run.  The
+		# scenario runner's own lines ("# qemu-system-x86_64 ...", with
+		# the command line) start with "# ", which no report does.
+		grep -av '^# ' "$f" >"$parsed.console"
+		check_splats "$parsed.console" || f1=$((f1 + 1))
 		passed=$((passed + ${p:-0}))
 		failed=$((failed + f1))
 	done
@@ -143,23 +165,6 @@ if [ $build_only = 1 ]; then
 	touch "$out/.rsmm-build-ok"
 	exit 0
 fi
-
-# KUnit judges test cases only; a WARN, lockdep, KASAN or kmemleak report,
-# a sleep in atomic context, an RCU stall or a hung task anywhere in the
-# boot fails the run too.  The patterns are shared with the scenario tier.
-splat_re="$repo/tools/build/splat.re"
-splat_ignore="$repo/tools/build/splat-ignore.re"
-check_splats() {
-	local f=$1 hits
-	[ -f "$f" ] || return 0
-	hits=$(grep -aE -f <(grep -vE '^(#|$)' "$splat_re") "$f" |
-		grep -avE -f <(grep -vE '^(#|$)' "$splat_ignore") | head -n 5)
-	if [ -n "$hits" ]; then
-		echo "kunit: kernel splat in $f:" >&2
-		echo "$hits" | sed 's/^/  /' >&2
-		return 1
-	fi
-}
 
 # The build of this run, separate from the boot so that a failed build is
 # reported as such.  $out/.rsmm-build-ok exists only after a successful

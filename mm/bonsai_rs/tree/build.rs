@@ -9,15 +9,16 @@
 //! tree can be built bottom-up in `O(n)` instead: each subtree takes the
 //! middle range of its slice as its root and the halves on either side as
 //! its children.  Sibling subtrees then differ in size by at most one
-//! node, which every [`BalanceParams`] accepts, and exactly `n` nodes are
-//! taken from the reserve.  Nothing is published before the whole tree is
+//! node, which every [`BalanceParams`] with a delta of 2 or more accepts
+//! (the two named sets have 3 and 4; a tree with a smaller delta is
+//! refused), and exactly `n` nodes are taken from the reserve.  Nothing is published before the whole tree is
 //! built: one release store of the root makes it visible.
 //!
 //! [`BalanceParams`]: super::BalanceParams
 
 use kernel::prelude::*;
 
-use super::node::{store_link, Link};
+use super::node::{size_of, store_link, Link};
 use super::{bump, Writer, MAX_DEPTH};
 
 impl<'a, V: Copy> Writer<'a, V> {
@@ -27,11 +28,16 @@ impl<'a, V: Copy> Writer<'a, V> {
     ///
     /// Fails, changing nothing, with `EEXIST` if the tree is not empty,
     /// `EINVAL` if a range is empty or does not lie above the one before
-    /// it, `EAGAIN` if the reserve holds fewer nodes than there are
-    /// ranges.  An empty slice succeeds and changes nothing.
+    /// it, or if the tree's balance parameters have a delta below 2 (they
+    /// would not accept siblings one node apart), `EAGAIN` if the reserve
+    /// holds fewer nodes than there are ranges.  An empty slice succeeds
+    /// and changes nothing.
     pub fn build_sorted(&mut self, ranges: &[(usize, usize, V)]) -> Result {
         if self.root().is_some() {
             return Err(EEXIST);
+        }
+        if self.tree.params.delta() < 2 {
+            return Err(EINVAL);
         }
         let mut last_end = 0;
         for (i, &(start, end, _)) in ranges.iter().enumerate() {
@@ -47,6 +53,11 @@ impl<'a, V: Copy> Writer<'a, V> {
             return Ok(());
         }
         let top = self.build_slice(ranges, 0);
+        // The reserve held a node per range, so the whole tree was built;
+        // were a node missing, a part of it would be: never publish that.
+        if size_of(top, &self.key) != ranges.len() {
+            return Err(EAGAIN);
+        }
         store_link(&self.tree.root.0, top, &self.key);
         let c = &self.tree.hot.0.counters;
         bump(&c.root_stores, 1);
@@ -69,11 +80,13 @@ impl<'a, V: Copy> Writer<'a, V> {
         let left = self.build_slice(&ranges[..mid], depth + 1);
         let right = self.build_slice(&ranges[mid + 1..], depth + 1);
         let (start, end, value) = ranges[mid];
-        // The reserve was checked to hold a node per range; should it not,
-        // the subtree is cut short (never published half-built by
-        // `build_sorted`, which cannot get here with a short reserve).
+        // The caller checked that the reserve holds a node per range.
+        // Should it not, the subtree is cut short here, and `build_sorted`
+        // sees the root's size fall short and publishes nothing.
+        // The size from what was built, so that a cut shows at the root.
+        let size = 1 + size_of(left, &self.key) + size_of(right, &self.key);
         self.reserve
-            .alloc_with(start, end, value, left, right, ranges.len(), &self.key)
+            .alloc_with((start, end), value, (left, right), size, &self.key)
             .ok()
     }
 }

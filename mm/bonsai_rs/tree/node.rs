@@ -382,11 +382,9 @@ impl<V> NodeReserve<V> {
     /// is empty.
     pub(crate) fn alloc_with<'a>(
         &mut self,
-        start: usize,
-        end: usize,
+        (start, end): (usize, usize),
         value: V,
-        left: Link<'a, V>,
-        right: Link<'a, V>,
+        (left, right): (Link<'a, V>, Link<'a, V>),
         size: usize,
         _key: &WriteKey,
     ) -> core::result::Result<NodeRef<'a, V>, V> {

@@ -183,9 +183,18 @@ impl<'a, V: Copy> Writer<'a, V> {
     /// needs: first against the bound that costs no walk, which the
     /// reserve filled by [`Writer::store_bound`] meets, then, only if
     /// that fails, against the exact need.  `EAGAIN` if it holds fewer.
+    ///
+    /// The cheap bound counts [`Tree::reserve_bound`] for the first insert
+    /// or remove too, which bounds it only while the tree is as balanced
+    /// as proven parameters keep it ([`BalanceParams::is_proven`]); with
+    /// other parameters the exact need is always planned.
+    ///
+    /// [`Tree::reserve_bound`]: super::Tree::reserve_bound
+    /// [`BalanceParams::is_proven`]: super::BalanceParams::is_proven
     fn check_reserve(&self, plan: &StorePlan, store: bool) -> Result {
         let have = self.reserve.len();
-        if have >= self.need_of(plan, store, false)? || have >= self.need_of(plan, store, true)? {
+        let cheap_ok = self.tree.params.is_proven() && have >= self.need_of(plan, store, false)?;
+        if cheap_ok || have >= self.need_of(plan, store, true)? {
             Ok(())
         } else {
             Err(EAGAIN)
@@ -198,6 +207,9 @@ impl<'a, V: Copy> Writer<'a, V> {
     ///
     /// One walk over the ranges `[start, end)` overlaps, no planned
     /// update: every insert and remove counts [`Tree::reserve_bound`].
+    /// That bounds each of them while the tree is as balanced as proven
+    /// parameters keep it; with other parameters a store may still find
+    /// a reserve of this size short (`EAGAIN`, nothing changed).
     /// This is the preallocation step's question when it is cheaper to
     /// keep a few nodes more than to plan (the VMA index's hooks, which
     /// do not say whether a store or a clear follows).

@@ -331,9 +331,10 @@ pub(crate) fn build_for_child(lock: &mut MmapWriteLocked<'_>) {
         r
     };
     if built.is_err() {
+        // Counted with the allocation failures: the build fails only when
+        // an allocation does, or (below) on a difference, which warns.
         count(bindings::bonsai_vma_event_BONSAI_VMA_INDEX_ALLOC_FAILED, 1);
-        // Never published: no lookup saw it, and its retired nodes (none
-        // for inserts into a tree no one reads) may go at once.
+        // Never published: no lookup saw it, and a build retires nothing.
         drop(index);
         return;
     }
@@ -346,10 +347,12 @@ pub(crate) fn build_for_child(lock: &mut MmapWriteLocked<'_>) {
 /// once, bottom-up (`Writer::build_sorted`): one node per VMA and no
 /// rebalancing, where inserting them one by one would plan and walk a
 /// path for each.  The VMAs are gathered first (`find_vma()` from the end
-/// of the last one), into a temporary array that may be large for a big
-/// address space, hence `kvmalloc()`.
+/// of the last one), into a temporary array sized by `map_count` that may
+/// be large for a big address space, hence `kvmalloc()`.  With
+/// `CONFIG_DEBUG_VM` every build is compared with the VMAs it was built
+/// from, and a difference warns and leaves the child without index.
 fn fill_from_maple(lock: &MmapWriteLocked<'_>, w: &mut IndexWriter<'_>) -> Result {
-    let mut vmas = KVVec::new();
+    let mut vmas = KVVec::with_capacity(lock.map_count(), GFP_KERNEL)?;
     let mut addr = 0;
     while let Some(vma) = lock.find_vma(addr) {
         let (start, end) = (vma.start(), vma.end());
@@ -357,7 +360,50 @@ fn fill_from_maple(lock: &MmapWriteLocked<'_>, w: &mut IndexWriter<'_>) -> Resul
         addr = end;
     }
     w.preallocate_bound(vmas.len(), GFP_KERNEL_ACCOUNT)?;
-    w.with_tree_writer(|t| t.build_sorted(&vmas))
+    w.with_tree_writer(|t| t.build_sorted(&vmas))?;
+    #[cfg(CONFIG_DEBUG_VM)]
+    check_built(lock, w, &vmas)?;
+    Ok(())
+}
+
+/// Compares a built index with the VMAs it was built from (`DEBUG_VM`):
+/// the same ranges and VMAs, in order.  On a difference it warns
+/// (`crosscheck_diffs` and the cross-check's report) and fails.
+#[cfg(CONFIG_DEBUG_VM)]
+fn check_built(
+    lock: &MmapWriteLocked<'_>,
+    w: &IndexWriter<'_>,
+    vmas: &[(usize, usize, VmaPtr)],
+) -> Result {
+    // SAFETY: the caller holds the index's writer lock, so no node is
+    // retired (or freed) while this walk reads the tree.
+    let side = unsafe { entry::CallerReadSide::assume() };
+    let mut it = w.tree.iter(&side);
+    for (i, &(start, end, v)) in vmas.iter().enumerate() {
+        let got = it.next().map(|e| (e.start, e.end, *e.value));
+        if got != Some((start, end, v)) {
+            let ours = got.map_or(ptr::null_mut(), |g| g.2.as_ptr());
+            count(bindings::bonsai_vma_event_BONSAI_VMA_CROSSCHECK_DIFFS, 1);
+            pr_err!(
+                "built index: VMA {} is {:x?}, the maple tree's [{:#x}, {:#x})\n",
+                i,
+                got,
+                start,
+                end
+            );
+            // SAFETY: only prints the pointers.
+            unsafe {
+                bindings::bonsai_vma_report_diff(lock.mm().as_raw(), start as _, ours, v.as_ptr())
+            };
+            return Err(EINVAL);
+        }
+    }
+    if it.next().is_some() {
+        count(bindings::bonsai_vma_event_BONSAI_VMA_CROSSCHECK_DIFFS, 1);
+        pr_err!("built index: more ranges than the {} VMAs\n", vmas.len());
+        return Err(EINVAL);
+    }
+    Ok(())
 }
 
 /// Takes the index away from the address space of `lock` (its VMAs are

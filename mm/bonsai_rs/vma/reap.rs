@@ -77,8 +77,8 @@ impl Reaper {
         // SAFETY: only `tree`, a field that is not structurally pinned,
         // is written; `work` stays where it is.
         mem::swap(&mut unsafe { self.as_mut().get_unchecked_mut() }.tree, tree);
-        // Never queued before, so it cannot be pending: queueing succeeds.
-        // Were it to fail, dropping the reaper here frees the tree.
-        let _ = workqueue::system_unbound().enqueue(self);
+        // A boxed work item is owned by its one pointer, so it cannot be
+        // queued already: queueing it always succeeds.
+        workqueue::system_unbound().enqueue(self);
     }
 }

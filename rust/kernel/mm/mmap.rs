@@ -359,6 +359,15 @@ impl<'a> MmapWriteLocked<'a> {
         // borrowed (type invariant).
         unsafe { find_vma_locked(self.mm, addr) }
     }
+
+    /// The number of VMAs of the address space (`mm->map_count`), which
+    /// the lock keeps as it is.
+    pub fn map_count(&self) -> usize {
+        // SAFETY: the mm is live (`Mm`'s invariant) and `map_count` is
+        // written only under its mmap write lock, which `self` holds.
+        let n = unsafe { (*self.mm.as_raw()).__bindgen_anon_1.map_count };
+        usize::try_from(n).unwrap_or(0)
+    }
 }
 
 /// The lowest VMA of `mm` that ends above `addr` (`find_vma()`).

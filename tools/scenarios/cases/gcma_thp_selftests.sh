@@ -225,6 +225,7 @@ else
 	# Pinned pages stay put: compaction must not move them.  Proactive
 	# compaction off: it would scan and migrate without end the memory
 	# fragpin keeps fragmented, under the selftests (collapse_raced).
+	unevictable=$(cat /proc/sys/vm/compact_unevictable_allowed)
 	echo 0 >/proc/sys/vm/compact_unevictable_allowed
 	proactive=$(cat /proc/sys/vm/compaction_proactiveness)
 	echo 0 >/proc/sys/vm/compaction_proactiveness
@@ -252,9 +253,14 @@ else
 	kill "$frag"
 	wait "$frag" 2>/dev/null
 	echo "$proactive" >/proc/sys/vm/compaction_proactiveness
+	echo "$unevictable" >/proc/sys/vm/compact_unevictable_allowed
 
-	# Without GCMA, the tests whose run with the fallback was not clean.
+	# Without GCMA, the tests whose run with the fallback was not clean,
+	# on memory made whole again: fragpin's pages are free, and
+	# compaction gathers what else lies in the blocks.
 	again=$(selftest_not_clean $OUT/fallback "$TESTS")
+	echo 1 >/proc/sys/vm/compact_memory
+	check whole_again expect_gt "$(free_huge_blocks)" 16
 	echo never >$T/mode
 	check mode_never_again expect_file_contains $T/mode '\[never\]'
 	if [ -n "$again" ]; then
