@@ -1,6 +1,6 @@
 # shellcheck shell=dash
 # description: dma-buf heaps of GCMA areas: /dev/dma_heap/gcma0 for a device area only; buffers zeroed, mapped, synced, shared between processes and freed in any order; ENOMEM on a full area, idle and fully lent to DMEM (every lent page discarded, the file intact); allocators racing a page-cache workload that keeps lending; no page left behind
-# duration: 60
+# duration: 75
 # append: cma=16M gcma=32M gcma=2M:thp gcma=1028K
 # mem: 1G
 # disk: 128M ext2
@@ -54,6 +54,7 @@ check cma_heap_not_gcma expect_eq "$(read_counter $G/alloc_success)" "$succ0"
 check basic heap basic -g $G $H/gcma0
 # The whole area, idle: ENOMEM once full, every buffer zeroed (basic left
 # its bytes in the pages the first ones get).
+check empty_before_exhaust expect_eq "$(read_counter $G/primary_used_pages)" 0
 check exhaust_idle heap exhaust -g $G $H/gcma0
 check idle_nothing_discarded expect_eq "$(read_counter $G/discarded_pages)" 0
 
@@ -121,15 +122,22 @@ for s in 1 2 3; do
 	dma_heap stress -t 10 -s $s -k 4 -m 64 $H/gcma0 > /tmp/stress$s.out 2>&1 &
 	pids="$pids $!"
 done
+# waited PID FILE: wait for PID, then print FILE's last line (a summary,
+# or the reason of a failure).
+waited() {
+	local rc
+	wait "$1"
+	rc=$?
+	tail -n 1 "$2"
+	return $rc
+}
 s=1
 for p in $pids; do
-	check stress$s wait "$p"
-	tail -n 1 /tmp/stress$s.out
+	check stress$s waited "$p" /tmp/stress$s.out
 	s=$((s + 1))
 done
 check churn_running kill -TERM $churn
-check churn_every_byte wait $churn
-tail -n 1 /tmp/churn.out
+check churn_every_byte waited $churn /tmp/churn.out
 check race_discarded expect_gt "$(($(read_counter $G/discarded_pages) - disc))" 0
 check race_stored expect_gt "$(($(read_counter $F/stores) - stores))" 0
 check race_never_failed expect_eq "$(read_counter $G/alloc_fail)" "$fail1"
