@@ -95,6 +95,7 @@ void __init gcma_reserve(void);
 unsigned int gcma_nr_reserved_areas(void);
 struct gcma_area *gcma_reserved_area(unsigned int idx);
 struct gcma_area *gcma_area_by_name(const char *name);
+struct cma *gcma_device_cma(unsigned int idx);
 int gcma_parse_bool(const char *s, bool *on);
 
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
@@ -485,6 +486,11 @@ static inline bool gcma_pfn_in_area(unsigned long pfn)
 }
 
 static inline void gcma_reserve(void) { }
+
+static inline struct cma *gcma_device_cma(unsigned int idx)
+{
+	return NULL;
+}
 
 static inline struct page *gcma_alloc_gfp(struct gcma_area *area,
 					  unsigned long count,

@@ -287,6 +287,29 @@ struct gcma_area *gcma_area_of_pfn(unsigned long pfn)
 	return NULL;
 }
 
+/**
+ * gcma_device_cma() - the CMA area of a device area
+ * @idx: the area's index, from 0 to GCMA_MAX_AREAS - 1 (gcma<idx>)
+ *
+ * A device area is an area in service that CMA took: not a ":thp" area
+ * (never a CMA area), not one CMA could not take (unaligned to
+ * CMA_MIN_ALIGNMENT_BYTES, no CMA slot left), not one refused at boot.
+ * The dma-buf CMA heap gives each a heap of its name.
+ *
+ * Return: the area's struct cma, or NULL if @idx is no device area.
+ */
+struct cma *gcma_device_cma(unsigned int idx)
+{
+	struct gcma_area *area;
+
+	if (idx >= gcma_nr_areas)
+		return NULL;
+	area = &gcma_areas[idx];
+	if (area->thp || area->refused || !READ_ONCE(area->rs))
+		return NULL;
+	return area->cma;
+}
+
 struct gcma_area *gcma_area_by_name(const char *name)
 {
 	unsigned int i;

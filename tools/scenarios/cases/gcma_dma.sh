@@ -37,5 +37,9 @@ disk_roundtrip() {
 		cmp /tmp/pattern /tmp/readback && echo "1 MiB written and read back"
 }
 check disk_io disk_roundtrip
+# The default area is gcma0: the CMA heap registers it once, under its name.
+check one_heap expect_exists /dev/dma_heap/gcma0
+check heap_registered_once expect_no_dmesg 'cma_heap: no heap|dma_heap: Already registered'
+check heap_alloc dma_heap alloc -g $G /dev/dma_heap/gcma0 16
 log "gcma0: $(read_counter $G/alloc_success) allocations, $(read_counter $G/primary_used_pages) pages in use"
 check no_splat no_splat
