@@ -91,7 +91,7 @@ struct page *rust_helper_pfn_to_page(unsigned long pfn)
 	return pfn_to_page(pfn);
 }
 
-/* Hardware-poisoned pages (kernel::mm::page_ref). */
+/* Hardware-poisoned pages (kernel::mm::page_access). */
 
 bool rust_helper_rsmm_page_hwpoisoned(const struct page *page)
 {

@@ -13,7 +13,7 @@ pub mod buddy;
 pub mod frames;
 mod mmap;
 pub mod numa;
-pub mod page_ref;
+pub mod page_access;
 pub mod virt;
 pub mod zone;
 
