@@ -56,6 +56,7 @@ mod area_map;
 mod boot;
 mod dmem;
 mod dmem_client;
+mod dmem_hooks;
 mod dmem_kernel;
 mod entry;
 mod frag;

@@ -10,6 +10,7 @@
 //! [`include/linux/mmzone.h`](srctree/include/linux/mmzone.h)
 
 pub mod buddy;
+pub mod folio;
 pub mod frames;
 mod mmap;
 pub mod numa;
