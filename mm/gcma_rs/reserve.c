@@ -272,21 +272,6 @@ struct gcma_area *gcma_reserved_area(unsigned int idx)
 	return &gcma_areas[idx];
 }
 
-/* The area in service that holds @pfn, or NULL. */
-struct gcma_area *gcma_area_of_pfn(unsigned long pfn)
-{
-	unsigned int i;
-
-	for (i = 0; i < gcma_nr_areas; i++) {
-		struct gcma_area *area = &gcma_areas[i];
-		unsigned long base = PHYS_PFN(area->base);
-
-		if (pfn >= base && pfn - base < (area->size >> PAGE_SHIFT))
-			return READ_ONCE(area->rs) ? area : NULL;
-	}
-	return NULL;
-}
-
 /**
  * gcma_device_cma() - the CMA area of a device area
  * @idx: the area's index, from 0 to GCMA_MAX_AREAS - 1 (gcma<idx>)
