@@ -15,6 +15,12 @@
  * are served by GCMA (mm/cma.c dispatches on cma->gcma) and CMA never
  * hands its pages to the buddy allocator.  "gcma.dma_cma=1" makes the
  * first area the default DMA CMA area.
+ *
+ * This is C because it runs before the Rust crate starts: early
+ * parameters are parsed and memblock is called from the architecture's
+ * setup code, and the table of areas it fills is what the crate reads at
+ * subsys_initcall time.  gcma_area_by_name() is exported to modules, which
+ * 6.12 cannot do for a Rust function.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt

@@ -20,6 +20,13 @@
  * any THP.  However it is freed later (whole, split into base pages,
  * after migration), its pages reach the page allocator's free path, whose
  * pfn check (gcma_free_page()) returns them to the area.
+ *
+ * This is C for what 6.12 gives Rust no way to do: the early parameter,
+ * the static key and its mutex, the memory-policy and cpuset reads of the
+ * fault path (get_vma_policy(), policy_nodemask() of mm/internal.h, and
+ * cpusets_enabled(), a static branch), page_rmappable_folio() of
+ * mm/internal.h, the allocation-tag macro of the test's allocation, and
+ * the sysfs attribute tables.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
