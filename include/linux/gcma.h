@@ -298,8 +298,6 @@ struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
 void gcma_rs_thp_stats(struct gcma_thp_stats *st);
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
-int gcma_thp_test_check(struct folio *folio);
-bool gcma_thp_test_in_thp_area(struct folio *folio);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
 /* Fragmentation metrics (mm/gcma_rs/frag.rs) for frag_debugfs.c. */
 int gcma_rs_frag_show(struct seq_file *m);

@@ -198,32 +198,6 @@ struct folio *gcma_thp_test_collapse_alloc(void)
 						     NULL));
 }
 
-/*
- * 0 if @folio is what a THP fault or collapse expects: a large rmappable
- * folio of PMD order, naturally aligned, with one reference; else the
- * number of the first check that failed.
- */
-int gcma_thp_test_check(struct folio *folio)
-{
-	if (folio_order(folio) != PMD_ORDER)
-		return 1;
-	if (!folio_test_large_rmappable(folio))
-		return 2;
-	if (folio_ref_count(folio) != 1)
-		return 3;
-	if (!IS_ALIGNED(folio_pfn(folio), 1UL << PMD_ORDER))
-		return 4;
-	return 0;
-}
-
-/* Whether @folio lies in a THP area. */
-bool gcma_thp_test_in_thp_area(struct folio *folio)
-{
-	struct gcma_area *area = gcma_area_of_pfn(folio_pfn(folio));
-
-	return area && area->thp;
-}
-
 /* Drops the last reference, with interrupts off if @irqs_off. */
 void gcma_thp_test_put(struct folio *folio, bool irqs_off)
 {

@@ -496,6 +496,11 @@ bool rust_helper_rsmm_folio_test_large(const struct folio *folio)
 	return folio_test_large(folio);
 }
 
+bool rust_helper_rsmm_folio_test_large_rmappable(const struct folio *folio)
+{
+	return folio_test_large_rmappable(folio);
+}
+
 bool rust_helper_rsmm_folio_test_swapcache(const struct folio *folio)
 {
 	return folio_test_swapcache(folio);
