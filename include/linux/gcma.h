@@ -232,7 +232,7 @@ enum gcma_dmem_client {
 	GCMA_DMEM_NR_CLIENTS,
 };
 
-/* DMEM glue (mm/gcma_rs/dmem_sysfs.c, dmem_hooks.c). */
+/* DMEM glue (mm/gcma_rs/dmem_sysfs.c). */
 bool gcma_dmem_boot_enabled(unsigned int client);
 void gcma_dmem_sysfs_add(void);
 int gcma_dmem_switch(unsigned int client, bool on);
@@ -298,8 +298,6 @@ struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
 void gcma_rs_thp_stats(struct gcma_thp_stats *st);
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
-int gcma_thp_test_check(struct folio *folio);
-bool gcma_thp_test_in_thp_area(struct folio *folio);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
 /* Fragmentation metrics (mm/gcma_rs/frag.rs) for frag_debugfs.c. */
 int gcma_rs_frag_show(struct seq_file *m);
@@ -331,9 +329,9 @@ unsigned long gcma_dmem_rs_invalidate_swap(unsigned int type,
 unsigned long gcma_dmem_rs_invalidate_swap_type(unsigned int type);
 
 /*
- * DMEM hooks of the swap and page-cache paths (mm/gcma_rs/dmem_hooks.c):
- * each is a static branch, on while its client is.  None sleeps; all run
- * in process context.
+ * DMEM hooks of the swap and page-cache paths (mm/gcma_rs/dmem_hooks.rs,
+ * keys in dmem_sysfs.c): each is a static branch, on while its client is.
+ * None sleeps; all run in process context.
  */
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_file_on);
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_swap_on);

@@ -151,7 +151,7 @@ impl Filler {
                 offset: self.next,
             };
             self.next += 1;
-            match self.client.store(&key, src) {
+            match self.client.store(&key, src.clone()) {
                 Some(StoreOutcome::Stored) => {
                     self.stored += 1;
                     refused = 0;

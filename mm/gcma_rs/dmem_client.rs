@@ -15,14 +15,17 @@ use crate::{
     Area,
 };
 use core::{
-    ptr::null_mut,
+    ptr::{null_mut, NonNull},
     sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{
     bindings,
     error::to_result,
     ffi::{c_int, c_uint, c_ulong},
-    mm::{frames::ClaimedRun, page_ref::PageRef},
+    mm::{
+        frames::ClaimedRun,
+        page_access::{ExclusivePage, SharedPage},
+    },
     prelude::*,
 };
 
@@ -116,7 +119,7 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
     }
 
     /// Stores a copy of `src` under `key`; `None` if the client is off.
-    pub(crate) fn store(&self, key: &K, src: &PageRef) -> Option<StoreOutcome> {
+    pub(crate) fn store(&self, key: &K, src: SharedPage<'_>) -> Option<StoreOutcome> {
         if !self.enabled.load(Ordering::SeqCst) {
             self.refused_disabled.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -138,7 +141,7 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
 
     /// Copies the entry of `key` into `dst`; `false` on a miss or if the
     /// client is off.
-    pub(crate) fn load(&self, key: &K, dst: &mut PageRef) -> bool {
+    pub(crate) fn load(&self, key: &K, dst: ExclusivePage<'_>) -> bool {
         self.enabled.load(Ordering::SeqCst)
             && self.fence(key).load(Ordering::SeqCst) == 0
             && self.dmem.load(key, dst)
@@ -447,8 +450,9 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_store_file(
     let Some(d) = dmems() else { return false };
     // SAFETY: guaranteed by the caller.
     let key = unsafe { file_key(key, index) };
-    // SAFETY: guaranteed by the caller: valid, mappable, not written.
-    let src = unsafe { PageRef::from_raw(page) };
+    // SAFETY: guaranteed by the caller: non-null, valid, mappable, not
+    // written.
+    let src = unsafe { SharedPage::from_raw(NonNull::new_unchecked(page)) };
     matches!(d.file.store(&key, src), Some(StoreOutcome::Stored))
 }
 
@@ -469,8 +473,9 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_load_file(
     let Some(d) = dmems() else { return false };
     // SAFETY: guaranteed by the caller.
     let key = unsafe { file_key(key, index) };
-    // SAFETY: guaranteed by the caller: valid, mappable, ours alone.
-    let dst = unsafe { PageRef::from_raw_mut(page) };
+    // SAFETY: guaranteed by the caller: non-null, valid, mappable, ours
+    // alone.
+    let dst = unsafe { ExclusivePage::from_raw(NonNull::new_unchecked(page)) };
     d.file.load(&key, dst)
 }
 
@@ -545,8 +550,9 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_store_swap(
         swap_type,
         offset: offset as u64,
     };
-    // SAFETY: guaranteed by the caller: valid, mappable, not written.
-    let src = unsafe { PageRef::from_raw(page) };
+    // SAFETY: guaranteed by the caller: non-null, valid, mappable, not
+    // written.
+    let src = unsafe { SharedPage::from_raw(NonNull::new_unchecked(page)) };
     matches!(d.swap.store(&key, src), Some(StoreOutcome::Stored))
 }
 
@@ -568,8 +574,9 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_load_swap(
         swap_type,
         offset: offset as u64,
     };
-    // SAFETY: guaranteed by the caller: valid, mappable, ours alone.
-    let dst = unsafe { PageRef::from_raw_mut(page) };
+    // SAFETY: guaranteed by the caller: non-null, valid, mappable, ours
+    // alone.
+    let dst = unsafe { ExclusivePage::from_raw(NonNull::new_unchecked(page)) };
     d.swap.load(&key, dst)
 }
 

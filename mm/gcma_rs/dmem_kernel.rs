@@ -2,7 +2,7 @@
 
 //! The kernel's implementations of the traits of [`crate::dmem`]: spinlocks,
 //! red-black-tree buckets, GCMA areas as the page supply, and page copies
-//! through [`PageRef`].
+//! between borrowed pages ([`SharedPage`], [`ExclusivePage`]).
 //!
 //! DMEM numbers the pages of all areas in one index space: the pages of
 //! area `i` follow those of areas `0..i`, in the order the areas were put
@@ -13,11 +13,11 @@ use crate::{
     dmem::{FillCopy, IdlePage, Link, Platform, ReadCopy, Slot},
     Area, GcmaArea,
 };
-use core::{marker::PhantomData, pin::Pin};
+use core::{marker::PhantomData, pin::Pin, ptr::NonNull};
 use kernel::{
     alloc::Flags,
     bindings, delay,
-    mm::page_ref::PageRef,
+    mm::page_access::{ExclusivePage, SharedPage},
     new_spinlock,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
@@ -258,18 +258,18 @@ pub(crate) struct AreaPages(pub(crate) Areas);
 
 impl AreaPages {
     /// The `struct page` of DMEM index `page`.
-    fn page_ptr(&self, page: usize) -> Option<*mut bindings::page> {
+    fn page_ptr(&self, page: usize) -> Option<NonNull<bindings::page>> {
         let pfn = self.0.pfn_of(page)?;
         // SAFETY: `pfn` is a page of an area, which is in the memory map.
-        Some(unsafe { bindings::pfn_to_page(pfn as _) })
+        NonNull::new(unsafe { bindings::pfn_to_page(pfn as _) })
     }
 }
 
 impl PageAccess for AreaPages {
-    type Src = PageRef;
-    type Dst = PageRef;
+    type Src<'a> = SharedPage<'a>;
+    type Dst<'a> = ExclusivePage<'a>;
 
-    fn copy_in(&self, to: &FillCopy, src: &PageRef) -> bool {
+    fn copy_in(&self, to: &FillCopy, src: SharedPage<'_>) -> bool {
         let Some(p) = self.page_ptr(to.page()) else {
             return false;
         };
@@ -279,17 +279,17 @@ impl PageAccess for AreaPages {
         // new entry in `Filling` with this store as its only copier:
         // nobody else reads it, gives it back or hands it to an allocation
         // until the copy ends.
-        let dst = unsafe { PageRef::from_raw_mut(p) };
+        let mut dst = unsafe { ExclusivePage::from_raw(p) };
         // Writing bad memory is no machine check, but what was written
         // could never be read back.
         if dst.is_hwpoisoned() {
             return false;
         }
-        dst.copy_from_page(src);
+        dst.copy_from_page(&src);
         true
     }
 
-    fn copy_out(&self, from: &ReadCopy, dst: &mut PageRef) -> bool {
+    fn copy_out(&self, from: &ReadCopy, mut dst: ExclusivePage<'_>) -> bool {
         let Some(p) = self.page_ptr(from.page()) else {
             return false;
         };
@@ -297,11 +297,11 @@ impl PageAccess for AreaPages {
         // of this call, for a page whose entry is `Ready` with this load
         // counted as a copier: nobody writes it, gives it back or hands it
         // to an allocation until the copy ends.
-        let src = unsafe { PageRef::from_raw(p) };
+        let src = unsafe { SharedPage::from_raw(p) };
         // A page poisoned since it was filled is not read; one whose
         // memory fails during the copy raises a machine check that
         // `copy_mc_highpage()` survives where the architecture can.
-        dst.copy_from_good_page(src).is_ok()
+        dst.copy_from_good_page(&src).is_ok()
     }
 }
 

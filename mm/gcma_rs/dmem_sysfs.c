@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * GCMA DMEM: boot switches and sysfs of the two DMEM clients.
+ * GCMA DMEM: boot switches, hook keys and sysfs of the two DMEM clients.
  *
- * The store itself is Rust (mm/gcma_rs/dmem*.rs).  This file parses
- * "gcma.dmem_file=" and "gcma.dmem_swap=" (booleans, default on) and
- * creates /sys/kernel/mm/gcma/dmem/<client>/: "enabled" switches the
- * client at run time (off drops its pages), the other files are its
- * counters.
+ * The store and the hooks of the swap and page-cache paths are Rust
+ * (mm/gcma_rs/dmem*.rs).  This file is C for what 6.12 gives Rust no way
+ * to do: it parses "gcma.dmem_file=" and "gcma.dmem_swap=" (booleans,
+ * default on) as early parameters, defines the static keys that the inline
+ * hooks of <linux/gcma.h> test and flips them with the client's state, and
+ * creates /sys/kernel/mm/gcma/dmem/<client>/ ("enabled" switches the
+ * client at run time, off drops its pages; the other files are its
+ * counters) from attribute tables, as there is no sysfs abstraction.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -14,9 +17,47 @@
 #include <linux/gcma.h>
 #include <linux/init.h>
 #include <linux/kobject.h>
+#include <linux/mutex.h>
 #include <linux/slab.h>
+#include <linux/static_key.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+
+DEFINE_STATIC_KEY_FALSE(gcma_dmem_file_on);
+DEFINE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
+
+/* Serialises switching: the static key and the client's state change together. */
+static DEFINE_MUTEX(gcma_dmem_switch_lock);
+
+/**
+ * gcma_dmem_switch() - turn a DMEM client on or off
+ * @client: GCMA_DMEM_FILE or GCMA_DMEM_SWAP
+ * @on: the new state
+ *
+ * On: the hooks are enabled first, then the client accepts stores.  Off:
+ * the client refuses stores and drops its pages, then the hooks are
+ * disabled; the invalidation hooks therefore run for as long as the
+ * client holds any page.  May sleep.
+ *
+ * Return: 0, -EINVAL for an unknown client, -ENODEV without DMEM.
+ */
+int gcma_dmem_switch(unsigned int client, bool on)
+{
+	struct static_key_false *key;
+	int ret;
+
+	if (client >= GCMA_DMEM_NR_CLIENTS)
+		return -EINVAL;
+	key = client == GCMA_DMEM_FILE ? &gcma_dmem_file_on : &gcma_dmem_swap_on;
+	mutex_lock(&gcma_dmem_switch_lock);
+	if (on)
+		static_branch_enable(key);
+	ret = gcma_dmem_rs_set_enabled(client, on);
+	if (!on || ret)
+		static_branch_disable(key);
+	mutex_unlock(&gcma_dmem_switch_lock);
+	return ret;
+}
 
 static const char *const gcma_dmem_names[GCMA_DMEM_NR_CLIENTS] = {
 	[GCMA_DMEM_FILE] = "file",

@@ -15,7 +15,11 @@ use kernel::{
     ffi::c_ulong,
     kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq,
-    mm::{buddy::ContigPages, page_ref::PageRef, PAGE_SIZE},
+    mm::{
+        buddy::ContigPages,
+        page_access::{ExclusivePage, SharedPage},
+        PAGE_SIZE,
+    },
     prelude::*,
     sync::Arc,
 };
@@ -48,7 +52,7 @@ fn word(k: u64, gen: u64, i: usize) -> u64 {
 }
 
 /// Writes version `gen` of key `k` into `p`.
-fn fill(p: &mut PageRef, k: u64, gen: u64) -> Result {
+fn fill(mut p: ExclusivePage<'_>, k: u64, gen: u64) -> Result {
     let mut buf = [0u64; CHUNK];
     for c in 0..PAGE_SIZE / 8 / CHUNK {
         for (j, w) in buf.iter_mut().enumerate() {
@@ -63,7 +67,7 @@ fn fill(p: &mut PageRef, k: u64, gen: u64) -> Result {
 
 /// Reads the key and version in `p` and checks every word against them;
 /// `None` if a word does not match.
-fn decode(p: &PageRef) -> Option<(u64, u64)> {
+fn decode(p: &SharedPage<'_>) -> Option<(u64, u64)> {
     let mut buf = [0u8; CHUNK * 8];
     let mut kg = (0, 0);
     for c in 0..PAGE_SIZE / 8 / CHUNK {
@@ -85,8 +89,8 @@ fn decode(p: &PageRef) -> Option<(u64, u64)> {
 }
 
 /// Whether `p` holds version `gen` of key `k`, every byte of it.
-fn holds(p: &PageRef, k: u64, gen: u64) -> bool {
-    decode(p) == Some((k, gen))
+fn holds(p: SharedPage<'_>, k: u64, gen: u64) -> bool {
+    decode(&p) == Some((k, gen))
 }
 
 /// A file key per test key: eight pages per file.
@@ -263,7 +267,7 @@ fn copier(s: &Shared, seed: u64) -> Result {
             dst.page_mut(0).ok_or(EINVAL)?.zero();
             if d.load(&fkey(k), dst.page_mut(0).ok_or(EINVAL)?) {
                 s.hits.fetch_add(1, Ordering::Relaxed);
-                let ok = match decode(dst.page(0).ok_or(EINVAL)?) {
+                let ok = match decode(&dst.page(0).ok_or(EINVAL)?) {
                     Some((got, gen)) => {
                         got == k && gen >= 1 && gen <= s.gen.load(Ordering::Relaxed)
                     }
@@ -315,7 +319,7 @@ fn allocator(s: &Shared, seed: u64) -> Result {
         // The top of the range, where DMEM's pages are.
         for i in count.saturating_sub(64)..count {
             // SAFETY: page `i` of the range just allocated to this worker.
-            let page = unsafe { PageRef::from_raw(p.add(i)) };
+            let page = unsafe { SharedPage::from_raw(core::ptr::NonNull::new_unchecked(p.add(i))) };
             let mut w = [0u8; 8];
             page.read_into(0, &mut w)?;
             let mut last = [0u8; 8];

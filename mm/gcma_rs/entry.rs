@@ -233,6 +233,14 @@ pub(crate) unsafe extern "C" fn gcma_rs_alloc_latency(
     }
 }
 
+/// Returns the descriptor of the area in service that holds page frame
+/// `pfn`, or NULL: for the page allocator's pfn walkers, through
+/// `gcma_pfn_in_area()`, and the THP tests.  Any context.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_area_of_pfn(pfn: c_ulong) -> *mut bindings::gcma_area {
+    area_of_pfn(pfn).map_or(core::ptr::null_mut(), |a| a.c.as_ptr())
+}
+
 /// Whether a block running past its area was reported (once).
 static STRADDLE_WARNED: AtomicBool = AtomicBool::new(false);
 

@@ -4,7 +4,8 @@
  * every populated zone: the unusable free space index of each order, the
  * kernel's fragmentation index and the pollution of the movable
  * pageblocks.  The Rust crate computes and formats them (frag.rs); this
- * file only creates the file.  See Documentation/mm/gcma.rst.
+ * file only creates the file, in C because 6.12 has no Rust abstraction of
+ * debugfs or seq_file operations.  See Documentation/mm/gcma.rst.
  */
 
 #include <linux/debugfs.h>

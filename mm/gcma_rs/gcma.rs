@@ -42,7 +42,7 @@ use kernel::{
     ffi::c_int,
     mm::{
         frames::{ClaimedRun, OwnedFrames, PageFate},
-        page_ref,
+        page_access,
     },
     new_spinlock,
     prelude::*,
@@ -56,6 +56,7 @@ mod area_map;
 mod boot;
 mod dmem;
 mod dmem_client;
+mod dmem_hooks;
 mod dmem_kernel;
 mod entry;
 mod frag;
@@ -274,7 +275,7 @@ impl Area {
     /// `memory_failure()` only marks it, so GCMA finds it where it takes
     /// pages (here, and where DMEM borrows or copies them).
     fn has_poisoned(&self, out: &area_map::AllocOutcome) -> bool {
-        page_ref::any_hwpoisoned()
+        page_access::any_hwpoisoned()
             && (out.start..out.start + out.count).any(|p| self.is_hwpoisoned(p))
     }
 

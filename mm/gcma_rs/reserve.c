@@ -15,6 +15,12 @@
  * are served by GCMA (mm/cma.c dispatches on cma->gcma) and CMA never
  * hands its pages to the buddy allocator.  "gcma.dma_cma=1" makes the
  * first area the default DMA CMA area.
+ *
+ * This is C because it runs before the Rust crate starts: early
+ * parameters are parsed and memblock is called from the architecture's
+ * setup code, and the table of areas it fills is what the crate reads at
+ * subsys_initcall time.  gcma_area_by_name() is exported to modules, which
+ * 6.12 cannot do for a Rust function.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -270,21 +276,6 @@ struct gcma_area *gcma_reserved_area(unsigned int idx)
 	if (idx >= gcma_nr_areas || gcma_areas[idx].refused)
 		return NULL;
 	return &gcma_areas[idx];
-}
-
-/* The area in service that holds @pfn, or NULL. */
-struct gcma_area *gcma_area_of_pfn(unsigned long pfn)
-{
-	unsigned int i;
-
-	for (i = 0; i < gcma_nr_areas; i++) {
-		struct gcma_area *area = &gcma_areas[i];
-		unsigned long base = PHYS_PFN(area->base);
-
-		if (pfn >= base && pfn - base < (area->size >> PAGE_SHIFT))
-			return READ_ONCE(area->rs) ? area : NULL;
-	}
-	return NULL;
 }
 
 /**

@@ -501,8 +501,51 @@ mod registry {
         Ok(())
     }
 
+    /// A claimed run dropped without being finished or given up is
+    /// reported and counted (`abandoned_runs()`); one finished, or given
+    /// up, is not.
+    fn registry_abandoned_run() -> Result {
+        use kernel::mm::frames::{abandoned_runs, GFP_COMP};
+        let c = first_area()?;
+        let area = c.state().ok_or(ENODEV)?;
+        let before = stats(c);
+        let abandoned = abandoned_runs();
+        // Compound: no lent page is taken as it is, so a run given up or
+        // dropped holds free pages only, which the test gives back.
+        let gfp = bindings::GFP_KERNEL | GFP_COMP | bindings::__GFP_NOWARN;
+
+        // Finished, through the C entry point (which sets the allocation
+        // tag the page allocator's steps want).
+        let page = alloc(c, 4, 2);
+        kunit_expect!(!page.is_null());
+        kunit_expect!(release(c, page, 4));
+        kunit_expect_eq!(abandoned_runs(), abandoned);
+
+        let given_up = area.alloc(4, 2, gfp)?.give_up();
+        kunit_expect!(given_up.is_ok());
+        if let Ok((start, count)) = given_up {
+            kunit_expect!(area.map.lock().release_primary(start, count).is_ok());
+        }
+        kunit_expect_eq!(abandoned_runs(), abandoned);
+
+        let run = area.alloc(4, 2, gfp)?;
+        let (start, count) = (run.start(), run.count());
+        kunit_expect_eq!(run.handed(), 0);
+        drop(run);
+        kunit_expect_eq!(abandoned_runs(), abandoned + 1);
+        kunit_expect!(area.map.lock().release_primary(start, count).is_ok());
+
+        kunit_expect_eq!(stats(c).primary_used_pages, before.primary_used_pages);
+        Ok(())
+    }
+
     kernel::kunit_suite! {
         name: "gcma_registry",
-        cases: [registry_alloc_release, registry_bad_requests, registry_concurrent],
+        cases: [
+            registry_alloc_release,
+            registry_bad_requests,
+            registry_concurrent,
+            registry_abandoned_run
+        ],
     }
 }

@@ -20,6 +20,13 @@
  * any THP.  However it is freed later (whole, split into base pages,
  * after migration), its pages reach the page allocator's free path, whose
  * pfn check (gcma_free_page()) returns them to the area.
+ *
+ * This is C for what 6.12 gives Rust no way to do: the early parameter,
+ * the static key and its mutex, the memory-policy and cpuset reads of the
+ * fault path (get_vma_policy(), policy_nodemask() of mm/internal.h, and
+ * cpusets_enabled(), a static branch), page_rmappable_folio() of
+ * mm/internal.h, the allocation-tag macro of the test's allocation, and
+ * the sysfs attribute tables.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -189,32 +196,6 @@ struct folio *gcma_thp_test_collapse_alloc(void)
 {
 	return alloc_hooks(__gcma_collapse_alloc_thp(GFP_TRANSHUGE, numa_node_id(),
 						     NULL));
-}
-
-/*
- * 0 if @folio is what a THP fault or collapse expects: a large rmappable
- * folio of PMD order, naturally aligned, with one reference; else the
- * number of the first check that failed.
- */
-int gcma_thp_test_check(struct folio *folio)
-{
-	if (folio_order(folio) != PMD_ORDER)
-		return 1;
-	if (!folio_test_large_rmappable(folio))
-		return 2;
-	if (folio_ref_count(folio) != 1)
-		return 3;
-	if (!IS_ALIGNED(folio_pfn(folio), 1UL << PMD_ORDER))
-		return 4;
-	return 0;
-}
-
-/* Whether @folio lies in a THP area. */
-bool gcma_thp_test_in_thp_area(struct folio *folio)
-{
-	struct gcma_area *area = gcma_area_of_pfn(folio_pfn(folio));
-
-	return area && area->thp;
 }
 
 /* Drops the last reference, with interrupts off if @irqs_off. */

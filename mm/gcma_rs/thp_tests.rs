@@ -88,6 +88,50 @@ fn thp_fault_vma_facts() -> Result {
     Ok(())
 }
 
+/// Which check a THP folio fails: 0 if it is what a THP fault or
+/// collapse expects (a large rmappable folio of PMD order, naturally
+/// aligned, with one reference), else the number of the first check that
+/// failed.
+///
+/// # Safety
+///
+/// `folio` must be a folio the caller holds a reference of.
+unsafe fn thp_folio_check(folio: *mut bindings::folio) -> u32 {
+    let head = folio.cast::<bindings::page>();
+    // SAFETY: the folio is alive (the caller's reference); its head page's
+    // order, flags, count and pfn may be read.
+    let (order, rmappable, refs, pfn) = unsafe {
+        (
+            bindings::rsmm_compound_order(head),
+            bindings::rsmm_folio_test_large_rmappable(folio),
+            bindings::rsmm_page_ref_count(head),
+            bindings::page_to_pfn(head) as usize,
+        )
+    };
+    if order != kernel::mm::PMD_ORDER {
+        1
+    } else if !rmappable {
+        2
+    } else if refs != 1 {
+        3
+    } else if pfn % kernel::mm::pages_in_order(kernel::mm::PMD_ORDER) != 0 {
+        4
+    } else {
+        0
+    }
+}
+
+/// Whether `folio` lies in a THP area.
+///
+/// # Safety
+///
+/// As for [`thp_folio_check`].
+unsafe fn in_thp_area(folio: *mut bindings::folio) -> bool {
+    // SAFETY: the folio is alive (the caller's reference).
+    let pfn = unsafe { bindings::page_to_pfn(folio.cast()) } as usize;
+    crate::area_of_pfn(pfn).is_some_and(|a| a.is_thp())
+}
+
 fn thp_stats() -> bindings::gcma_thp_stats {
     let mut st = bindings::gcma_thp_stats::default();
     // SAFETY: `st` is valid for writes.
@@ -136,12 +180,7 @@ fn thp_alloc_until_full() -> Result {
             break;
         }
         // SAFETY: `folio` is a live folio we hold the only reference of.
-        let (check, in_area) = unsafe {
-            (
-                bindings::gcma_thp_test_check(folio),
-                bindings::gcma_thp_test_in_thp_area(folio),
-            )
-        };
+        let (check, in_area) = unsafe { (thp_folio_check(folio), in_thp_area(folio)) };
         kunit_expect!(check == 0, "folio check {} failed", check);
         if !in_area {
             from_buddy = Some(folio);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/buffer_head.h>
 #include <linux/cpumask.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
@@ -10,10 +11,13 @@
 #include <linux/minmax.h>
 #include <linux/mmzone.h>
 #include <linux/nodemask.h>
+#include <linux/pagemap.h>
 #include <linux/pgalloc_tag.h>
 #include <linux/sched/clock.h>
 #include <linux/sched/mm.h>
 #include <linux/smp.h>
+#include <linux/swap.h>
+#include <linux/swapops.h>
 #include <linux/topology.h>
 
 struct page *rust_helper_alloc_pages_node(int nid, gfp_t gfp_mask,
@@ -91,7 +95,7 @@ struct page *rust_helper_pfn_to_page(unsigned long pfn)
 	return pfn_to_page(pfn);
 }
 
-/* Hardware-poisoned pages (kernel::mm::page_ref). */
+/* Hardware-poisoned pages (kernel::mm::page_access). */
 
 bool rust_helper_rsmm_page_hwpoisoned(const struct page *page)
 {
@@ -473,4 +477,81 @@ void rust_helper_rsmm_might_sleep(void)
 bool rust_helper_rsmm_in_task(void)
 {
 	return in_task();
+}
+
+/* Locked folios of the page and swap caches (kernel::mm::folio). */
+
+unsigned long rust_helper_rsmm_folio_index(const struct folio *folio)
+{
+	return folio->index;
+}
+
+long rust_helper_rsmm_folio_nr_pages(const struct folio *folio)
+{
+	return folio_nr_pages(folio);
+}
+
+bool rust_helper_rsmm_folio_test_large(const struct folio *folio)
+{
+	return folio_test_large(folio);
+}
+
+bool rust_helper_rsmm_folio_test_large_rmappable(const struct folio *folio)
+{
+	return folio_test_large_rmappable(folio);
+}
+
+bool rust_helper_rsmm_folio_test_swapcache(const struct folio *folio)
+{
+	return folio_test_swapcache(folio);
+}
+
+bool rust_helper_rsmm_folio_test_uptodate(const struct folio *folio)
+{
+	return folio_test_uptodate(folio);
+}
+
+bool rust_helper_rsmm_folio_test_dirty(const struct folio *folio)
+{
+	return folio_test_dirty(folio);
+}
+
+bool rust_helper_rsmm_folio_test_writeback(const struct folio *folio)
+{
+	return folio_test_writeback(folio);
+}
+
+bool rust_helper_rsmm_folio_maybe_dma_pinned(struct folio *folio)
+{
+	return folio_maybe_dma_pinned(folio);
+}
+
+bool rust_helper_rsmm_folio_has_buffers(struct folio *folio)
+{
+	return folio_buffers(folio);
+}
+
+void rust_helper_rsmm_folio_mark_uptodate(struct folio *folio)
+{
+	folio_mark_uptodate(folio);
+}
+
+struct address_space *rust_helper_rsmm_folio_mapping(struct folio *folio)
+{
+	return folio_mapping(folio);
+}
+
+void rust_helper_rsmm_folio_end_read(struct folio *folio, bool success)
+{
+	folio_end_read(folio, success);
+}
+
+unsigned int rust_helper_rsmm_folio_swap_type(const struct folio *folio)
+{
+	return swp_type(folio->swap);
+}
+
+unsigned long rust_helper_rsmm_folio_swap_offset(const struct folio *folio)
+{
+	return swp_offset(folio->swap);
 }

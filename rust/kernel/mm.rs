@@ -10,10 +10,11 @@
 //! [`include/linux/mmzone.h`](srctree/include/linux/mmzone.h)
 
 pub mod buddy;
+pub mod folio;
 pub mod frames;
 mod mmap;
 pub mod numa;
-pub mod page_ref;
+pub mod page_access;
 pub mod virt;
 pub mod zone;
 

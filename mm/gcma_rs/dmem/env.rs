@@ -191,21 +191,22 @@ impl ReadCopy {
 /// keeps everyone else off the page: an implementation may rely on that
 /// for the copy's length.
 pub(crate) trait PageAccess {
-    /// What a store copies from (a page of the page cache, or a swap page).
-    type Src: ?Sized;
-    /// What a load copies to.
-    type Dst: ?Sized;
+    /// What a store copies from (a page of the page cache, or a swap page,
+    /// borrowed for reading for `'a`).
+    type Src<'a>;
+    /// What a load copies to (a page borrowed for writing for `'a`).
+    type Dst<'a>;
 
     /// Copies `src` into the area page of `to`.  Returns `false`, having
     /// copied nothing, if the page is bad memory (hardware-poisoned): the
     /// store then refuses and gives the page back, and the supply keeps it
     /// out of use.
-    fn copy_in(&self, to: &FillCopy, src: &Self::Src) -> bool;
+    fn copy_in(&self, to: &FillCopy, src: Self::Src<'_>) -> bool;
 
     /// Copies the area page of `from` into `dst`.  Returns `false` if the
     /// page is bad memory: `dst` then holds no data of the entry, which
     /// the load drops, reporting a miss.
-    fn copy_out(&self, from: &ReadCopy, dst: &mut Self::Dst) -> bool;
+    fn copy_out(&self, from: &ReadCopy, dst: Self::Dst<'_>) -> bool;
 }
 
 /// Type parameters of a [`Dmem`] instance.

@@ -70,11 +70,11 @@ type PagesLock<C> = <<C as Config>::Platform as Platform>::Lock<
     Pages<<C as Config>::Key, <C as Config>::Slots, <C as Config>::Links>,
 >;
 
-/// Source type of the copier of `C`.
-type Src<C> = <<C as Config>::Access as PageAccess>::Src;
+/// Source type of the copier of `C`, borrowed for `'a`.
+type Src<'a, C> = <<C as Config>::Access as PageAccess>::Src<'a>;
 
-/// Destination type of the copier of `C`.
-type Dst<C> = <<C as Config>::Access as PageAccess>::Dst;
+/// Destination type of the copier of `C`, borrowed for `'a`.
+type Dst<'a, C> = <<C as Config>::Access as PageAccess>::Dst<'a>;
 
 /// A DMEM instance: the store of one client.
 ///
@@ -221,7 +221,7 @@ impl<C: Config> Dmem<C> {
     ///
     /// Never sleeps.  When the page cannot be stored, the key's old entry is
     /// dropped all the same (it is stale) and the reason is returned.
-    pub(crate) fn store(&self, key: &C::Key, src: &Src<C>) -> StoreOutcome {
+    pub(crate) fn store(&self, key: &C::Key, src: Src<'_, C>) -> StoreOutcome {
         let Ok(node) = C::Map::reserve(node_flags()) else {
             self.drop_key(key);
             return self.refuse(Refusal::NoMemory);
@@ -289,7 +289,7 @@ impl<C: Config> Dmem<C> {
     /// `false` (a miss) if there is none, it is still being filled, or it
     /// was discarded for a primary allocation while being copied.  With
     /// exclusive loads, a hit drops the entry.  Never sleeps.
-    pub(crate) fn load(&self, key: &C::Key, dst: &mut Dst<C>) -> bool {
+    pub(crate) fn load(&self, key: &C::Key, dst: Dst<'_, C>) -> bool {
         let h = self.bucket(key).with(|m| m.get(key));
         let started = h.filter(|&h| {
             self.pages.with(|t| {

@@ -44,7 +44,7 @@ use core::sync::atomic::{AtomicI32, Ordering};
 
 mod run;
 
-pub use run::{ClaimedRun, PageFate, ReleasedRun};
+pub use run::{abandoned_runs, ClaimedRun, PageFate, ReleasedRun};
 
 /// `__GFP_COMP` (a compound page), which bindgen does not export as a
 /// constant.

@@ -5,7 +5,46 @@
 //! go of ([`ReleasedRun`]).
 
 use super::{block_order, ref_count, set_refcounted, LentPage, OwnedFrames, GFP_COMP};
-use crate::bindings;
+use crate::{bindings, prelude::*};
+use core::{
+    mem::ManuallyDrop,
+    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+};
+
+/// Runs dropped with their obligation undone (see [`abandoned_runs`]).
+static ABANDONED: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether a stack trace was printed for an abandoned run already.
+static ABANDONED_TRACED: AtomicBool = AtomicBool::new(false);
+
+/// Returns how many [`ClaimedRun`]s were dropped without being finished
+/// or given up, and [`ReleasedRun`]s without being put, since boot.
+///
+/// Each is a bug of the caller: its pages are leaked (they stay claimed,
+/// or allocated, in the owner's bookkeeping and in their `struct page`s),
+/// which is safe, but never comes right.  The first one is reported with
+/// a stack trace, every one with a message.
+pub fn abandoned_runs() -> usize {
+    ABANDONED.load(Ordering::Relaxed)
+}
+
+/// Reports a run of `count` pages at `pfn` dropped with its obligation
+/// (`what`) undone, as `WARN_ONCE()` would, and counts it.
+#[cold]
+fn abandoned(what: &str, pfn: usize, count: usize) {
+    ABANDONED.fetch_add(1, Ordering::Relaxed);
+    pr_err!(
+        "frames: {} run of {} pages at pfn {:#x} dropped: its pages are leaked\n",
+        what,
+        count,
+        pfn
+    );
+    if !ABANDONED_TRACED.swap(true, Ordering::Relaxed) {
+        // SAFETY: FFI call printing the current stack; callable in any
+        // context.
+        unsafe { bindings::dump_stack() };
+    }
+}
 
 /// A run of pages an allocation is assembling.
 ///
@@ -17,6 +56,9 @@ use crate::bindings;
 /// they are: allocation steps done and one reference, by which `finish`
 /// tells them apart (a free page has none).  `handed` is 0 unless
 /// `handoff`.
+///
+/// Dropping a run without [`ClaimedRun::finish`] or [`ClaimedRun::give_up`]
+/// leaks its pages, and is reported and counted ([`abandoned_runs`]).
 #[must_use = "a claimed run is finished into an allocation or given up"]
 pub struct ClaimedRun<'a> {
     frames: &'a OwnedFrames,
@@ -159,7 +201,14 @@ impl<'a> ClaimedRun<'a> {
     /// if the allocation asks for it or `init_on_free` wants a page's data
     /// gone before its next owner, and the allocation's tag replaces the
     /// lending's.  The pages are the caller's from here on.
+    #[inline]
     pub fn finish(self) -> *mut bindings::page {
+        // The run's obligation ends here: no report on the way out.
+        ManuallyDrop::new(self).prepare()
+    }
+
+    /// The steps of [`ClaimedRun::finish`].
+    fn prepare(&self) -> *mut bindings::page {
         let first = self.frames.page(self.start);
         let (base, end) = (self.start, self.start + self.count);
         // SAFETY: FFI calls reading the gfp flags and boot-time settings.
@@ -253,7 +302,17 @@ impl<'a> ClaimedRun<'a> {
         if self.handed > 0 {
             return Err(self);
         }
-        Ok((self.start, self.count))
+        // The run's obligation ends here: no report on the way out.
+        let run = ManuallyDrop::new(self);
+        Ok((run.start, run.count))
+    }
+}
+
+impl Drop for ClaimedRun<'_> {
+    /// Reports a run that was neither finished nor given up: its pages
+    /// stay claimed, and any taken as they are stay allocated.
+    fn drop(&mut self) {
+        abandoned("claimed", self.frames.base_pfn + self.start, self.count);
     }
 }
 
@@ -280,6 +339,10 @@ pub enum PageFate {
 /// Pages `start..start + count` of `frames` are an allocation made by
 /// [`ClaimedRun::finish`] (or part of one of plain pages) that its owner
 /// released, and this value is the only release of them.
+///
+/// Dropping it without [`ReleasedRun::put`] leaks the pages, and is
+/// reported and counted ([`abandoned_runs`]).
+#[must_use = "a released run is put"]
 pub struct ReleasedRun<'a> {
     frames: &'a OwnedFrames,
     start: usize,
@@ -305,7 +368,13 @@ impl<'a> ReleasedRun<'a> {
     /// `fate` with what became of it; pages whose last reference went get
     /// the free steps first.  Returns `false` for a compound page (`fate`
     /// is not called), `true` for plain pages.
-    pub fn put(self, mut fate: impl FnMut(usize, PageFate)) -> bool {
+    pub fn put(self, fate: impl FnMut(usize, PageFate)) -> bool {
+        // The run's obligation ends here: no report on the way out.
+        ManuallyDrop::new(self).put_pages(fate)
+    }
+
+    /// The steps of [`ReleasedRun::put`].
+    fn put_pages(&self, mut fate: impl FnMut(usize, PageFate)) -> bool {
         let first = self.frames.page(self.start);
         // SAFETY: the allocation is ours to release (type invariant); a
         // head page stands for its whole compound page.
@@ -331,5 +400,12 @@ impl<'a> ReleasedRun<'a> {
             fate(i, what);
         }
         true
+    }
+}
+
+impl Drop for ReleasedRun<'_> {
+    /// Reports a release that was not put: the owner's references stay.
+    fn drop(&mut self) {
+        abandoned("released", self.frames.base_pfn + self.start, self.count);
     }
 }

@@ -326,8 +326,8 @@ impl HostPages {
 }
 
 impl PageAccess for HostPages {
-    type Src = [usize];
-    type Dst = [usize];
+    type Src<'a> = &'a [usize];
+    type Dst<'a> = &'a mut [usize];
 
     fn copy_in(&self, to: &FillCopy, src: &[usize]) -> bool {
         let page = to.page();

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Locked folios of the page cache and the swap cache, and the address
+//! spaces, inodes and superblocks behind them, as the hooks of those paths
+//! read them.
+//!
+//! The hooks the page cache and swap call run with the folio locked
+//! (`folio_lock()`), which keeps its mapping, index and swap slot, and the
+//! flags that the lock guards, from changing under them.  A
+//! [`LockedFolio`] is such a folio; [`AddressSpace`], [`Inode`] and
+//! [`SuperBlock`] are read-only views of what its mapping points to.
+//!
+//! C headers: [`include/linux/pagemap.h`](srctree/include/linux/pagemap.h),
+//! [`include/linux/page-flags.h`](srctree/include/linux/page-flags.h),
+//! [`include/linux/fs.h`](srctree/include/linux/fs.h)
+
+use crate::{bindings, ffi::c_ulong, types::Opaque};
+use core::ptr::NonNull;
+
+/// A folio that the thread holding this reference has locked.
+///
+/// # Invariants
+///
+/// A `&'a LockedFolio` points to a valid `struct folio` that the thread
+/// which made the reference holds locked for all of `'a`.
+#[repr(transparent)]
+pub struct LockedFolio(Opaque<bindings::folio>);
+
+impl LockedFolio {
+    /// Borrows the folio `folio`.
+    ///
+    /// # Safety
+    ///
+    /// `folio` must point to a valid `struct folio` that the caller holds
+    /// locked for all of `'a`.
+    pub unsafe fn from_raw<'a>(folio: *mut bindings::folio) -> &'a Self {
+        // SAFETY: `LockedFolio` is a transparent wrapper of `struct folio`;
+        // the caller guarantees the invariant for `'a`.
+        unsafe { &*folio.cast::<Self>() }
+    }
+
+    /// Returns the raw `struct folio` pointer.
+    pub fn as_ptr(&self) -> *mut bindings::folio {
+        self.0.get()
+    }
+
+    /// Returns the folio's first page: a folio begins with its first
+    /// `struct page`.
+    pub fn first_page(&self) -> NonNull<bindings::page> {
+        // SAFETY: `struct folio` starts with the `struct page` of its first
+        // page (`folio_page(folio, 0)`), and `self` is not null.
+        unsafe { NonNull::new_unchecked(self.as_ptr().cast()) }
+    }
+
+    /// Returns the folio's index in its mapping (for a page-cache folio).
+    pub fn index(&self) -> usize {
+        // SAFETY: `self` is a valid folio (type invariant).
+        unsafe { bindings::rsmm_folio_index(self.as_ptr()) as usize }
+    }
+
+    /// Returns the number of base pages in the folio.
+    pub fn nr_pages(&self) -> usize {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_nr_pages(self.as_ptr()) as usize }
+    }
+
+    /// Whether the folio has more than one page.
+    pub fn is_large(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_test_large(self.as_ptr()) }
+    }
+
+    /// Whether the folio is in the swap cache.
+    pub fn is_swapcache(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_test_swapcache(self.as_ptr()) }
+    }
+
+    /// Whether the folio's contents are up to date.
+    pub fn is_uptodate(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_test_uptodate(self.as_ptr()) }
+    }
+
+    /// Whether the folio holds data not yet written back.
+    pub fn is_dirty(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_test_dirty(self.as_ptr()) }
+    }
+
+    /// Whether the folio is being written back.
+    pub fn is_writeback(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_test_writeback(self.as_ptr()) }
+    }
+
+    /// Whether the folio may be pinned for DMA (`folio_maybe_dma_pinned()`):
+    /// a device may be writing it.
+    pub fn maybe_dma_pinned(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_maybe_dma_pinned(self.as_ptr()) }
+    }
+
+    /// Whether the folio has buffer heads attached.
+    pub fn has_buffers(&self) -> bool {
+        // SAFETY: as in `index`.
+        unsafe { bindings::rsmm_folio_has_buffers(self.as_ptr()) }
+    }
+
+    /// Returns the swap type and offset of the folio's slot (for a
+    /// swap-cache folio).
+    pub fn swap_slot(&self) -> (u32, c_ulong) {
+        // SAFETY: as in `index`.
+        unsafe {
+            (
+                bindings::rsmm_folio_swap_type(self.as_ptr()),
+                bindings::rsmm_folio_swap_offset(self.as_ptr()),
+            )
+        }
+    }
+
+    /// Returns the folio's address space (`folio_mapping()`): none for an
+    /// anonymous folio or one that was truncated.
+    pub fn mapping(&self) -> Option<&AddressSpace> {
+        // SAFETY: as in `index`.
+        let mapping = unsafe { bindings::rsmm_folio_mapping(self.as_ptr()) };
+        if mapping.is_null() {
+            return None;
+        }
+        // SAFETY: the mapping of a locked folio stays while it is locked,
+        // and so do its host and the host's superblock.
+        Some(unsafe { AddressSpace::from_raw(mapping) })
+    }
+
+    /// Marks the folio's contents up to date.
+    ///
+    /// # Safety
+    ///
+    /// The folio must hold the data of its file range or swap slot: readers
+    /// take it as such from here on.
+    pub unsafe fn mark_uptodate(&self) {
+        // SAFETY: the folio is valid and locked (type invariant); the
+        // caller vouches for its contents.
+        unsafe { bindings::rsmm_folio_mark_uptodate(self.as_ptr()) }
+    }
+
+    /// Ends a read into the folio (`folio_end_read()`): marks it up to date
+    /// if `success`, and unlocks it.
+    ///
+    /// # Safety
+    ///
+    /// If `success`, the folio must hold the data of its file range.  The
+    /// lock is released here: the caller must not use `self` afterwards.
+    pub unsafe fn end_read(&self, success: bool) {
+        // SAFETY: the folio is valid and locked (type invariant); the
+        // caller vouches for its contents and gives up the reference.
+        unsafe { bindings::rsmm_folio_end_read(self.as_ptr(), success) }
+    }
+}
+
+/// An address space (`struct address_space`): the page cache of an inode,
+/// or a swap cache.
+///
+/// # Invariants
+///
+/// A `&'a AddressSpace` points to a valid `struct address_space` whose
+/// host, if any, stays valid for all of `'a`.
+#[repr(transparent)]
+pub struct AddressSpace(Opaque<bindings::address_space>);
+
+impl AddressSpace {
+    /// Borrows the address space `mapping`.
+    ///
+    /// # Safety
+    ///
+    /// `mapping` must point to a valid `struct address_space` that stays
+    /// valid, with its host inode and that inode's superblock, for all of
+    /// `'a`.
+    pub unsafe fn from_raw<'a>(mapping: *mut bindings::address_space) -> &'a Self {
+        // SAFETY: a transparent wrapper; the caller's contract.
+        unsafe { &*mapping.cast::<Self>() }
+    }
+
+    /// Returns the inode whose pages the address space caches, if any (a
+    /// swap cache has none).
+    pub fn host(&self) -> Option<&Inode> {
+        // SAFETY: the address space is valid (type invariant).
+        let host = unsafe { (*self.0.get()).host };
+        // SAFETY: the host stays valid while `self` is borrowed (type
+        // invariant).
+        (!host.is_null()).then(|| unsafe { &*host.cast::<Inode>() })
+    }
+
+    /// Whether `folio` is the folio the page cache holds at its index, as
+    /// opposed to one made outside the cache for the same range.
+    pub fn caches(&self, folio: &LockedFolio) -> bool {
+        // SAFETY: the address space and the folio are valid (type
+        // invariants); `xa_load()` takes the RCU read lock itself.
+        let found =
+            unsafe { bindings::xa_load(&raw mut (*self.0.get()).i_pages, folio.index() as _) };
+        core::ptr::eq(found.cast(), folio.as_ptr())
+    }
+}
+
+/// An inode (`struct inode`), read only.
+///
+/// # Invariants
+///
+/// An `&'a Inode` points to a valid `struct inode` whose superblock stays
+/// valid for all of `'a`.
+#[repr(transparent)]
+pub struct Inode(Opaque<bindings::inode>);
+
+impl Inode {
+    /// Returns the inode number.
+    pub fn ino(&self) -> u64 {
+        // SAFETY: the inode is valid (type invariant).
+        unsafe { (*self.0.get()).i_ino as u64 }
+    }
+
+    /// Whether the inode is a regular file.
+    pub fn is_regular(&self) -> bool {
+        // SAFETY: the inode is valid (type invariant).
+        let mode = unsafe { (*self.0.get()).i_mode } as u32;
+        mode & bindings::S_IFMT == bindings::S_IFREG
+    }
+
+    /// Whether the inode is an active swap file (`IS_SWAPFILE()`): swap
+    /// writes its blocks behind its page cache.
+    pub fn is_swapfile(&self) -> bool {
+        // SAFETY: the inode is valid (type invariant).
+        let flags = unsafe { (*self.0.get()).i_flags };
+        flags & bindings::S_SWAPFILE != 0
+    }
+
+    /// Returns the inode's superblock.
+    pub fn super_block(&self) -> &SuperBlock {
+        // SAFETY: the inode is valid (type invariant), and its superblock
+        // outlives it.
+        unsafe { SuperBlock::from_raw((*self.0.get()).i_sb) }
+    }
+}
+
+/// A superblock (`struct super_block`), read only.
+///
+/// # Invariants
+///
+/// An `&'a SuperBlock` points to a valid `struct super_block` for all of
+/// `'a`.
+#[repr(transparent)]
+pub struct SuperBlock(Opaque<bindings::super_block>);
+
+impl SuperBlock {
+    /// Borrows the superblock `sb`.
+    ///
+    /// # Safety
+    ///
+    /// `sb` must point to a valid `struct super_block` that stays valid for
+    /// all of `'a`.
+    pub unsafe fn from_raw<'a>(sb: *mut bindings::super_block) -> &'a Self {
+        // SAFETY: a transparent wrapper; the caller's contract.
+        unsafe { &*sb.cast::<Self>() }
+    }
+
+    /// Returns the device number of the superblock (`s_dev`), unique among
+    /// mounted superblocks.
+    pub fn dev(&self) -> u32 {
+        // SAFETY: the superblock is valid (type invariant).
+        unsafe { (*self.0.get()).s_dev }
+    }
+
+    /// Returns the superblock's internal flags (`s_iflags`, `SB_I_*`).
+    pub fn iflags(&self) -> c_ulong {
+        // SAFETY: the superblock is valid (type invariant).
+        unsafe { (*self.0.get()).s_iflags }
+    }
+}
