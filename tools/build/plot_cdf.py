@@ -9,7 +9,10 @@ panel per size: the cumulative share of allocations against latency on a
 log scale, CMA and GCMA, solid for the SCHED_FIFO pass and dashed for the
 normal-priority pass.  Standard library only.
 
-  plot_cdf.py <gcma_bench.log> <out.svg>
+  plot_cdf.py <gcma_bench.log> <out.svg> [TITLE]
+
+TITLE replaces the heading (camera_bench's log has the same lines, from
+userspace, one series per allocator).
 """
 
 import math
@@ -101,7 +104,7 @@ def panel(out, x0, y0, pages, curves):
 
 
 def main():
-    if len(sys.argv) != 3:
+    if len(sys.argv) not in (3, 4):
         sys.exit(__doc__)
     series = parse(sys.argv[1])
     if not series:
@@ -112,9 +115,11 @@ def main():
     out = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" '
            'font-family="sans-serif">' % (width, height),
            '<rect width="100%" height="100%" fill="white"/>',
-           '<text x="10" y="16" font-size="13">Allocation latency CDF, CMA '
-           '(red) vs GCMA (blue) with the GCMA area lent to DMEM; solid: '
-           'SCHED_FIFO pass, dashed: normal priority</text>']
+           '<text x="10" y="16" font-size="13">%s</text>' % (
+               sys.argv[3] if len(sys.argv) == 4 else
+               'Allocation latency CDF, CMA (red) vs GCMA (blue) with the GCMA '
+               'area lent to DMEM; solid: SCHED_FIFO pass, dashed: normal '
+               'priority')]
     for i, pages in enumerate(sizes):
         curves = [(ps, a, series[(ps, a, pages)])
                   for ps in (1, 2) for a in ("cma", "gcma")
