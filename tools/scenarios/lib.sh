@@ -449,6 +449,28 @@ $1
 EOF
 }
 
+# selftest_compare DIR1 DIR2 LINES: a check "same_TAG" for each line
+# of LINES ("tag:command"): its runs in DIR1 and DIR2 counted the same
+# (selftest_same).
+selftest_compare() {
+	local line
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		check "same_${line%%:*}" selftest_same "$1" "$2" "${line%%:*}"
+	done <<EOF
+$3
+EOF
+}
+
+# selftest_catches_difference DIR TAG: a check that the comparison can
+# fail: a copy of TAG's summary in DIR with another pass count must not
+# compare equal to it.
+selftest_catches_difference() {
+	mkdir -p "$1.fake"
+	sed -E 's/pass=([0-9]+)/pass=\10/' "$1/$2.sum" >"$1.fake/$2.sum"
+	check catches_difference not selftest_same "$1" "$1.fake" "$2"
+}
+
 # selftest_same DIR1 DIR2 TAG: the runs of TAG that selftest_run kept in
 # DIR1 and DIR2 counted the same passes, failures and skips, and exited
 # the same.
