@@ -67,6 +67,11 @@ pub mod node_lock;
 #[cfg(CONFIG_RCX_KUNIT_TEST)]
 mod tests;
 
+// RCXVM: mprotect() under the mmap read lock (phase 1: the decision and
+// its tests).
+#[cfg(CONFIG_RCXVM)]
+mod vm;
+
 // The micro-benchmark of the thesis (its C side is `bench.c`).
 #[cfg(CONFIG_RCX_BENCH)]
 mod bench;

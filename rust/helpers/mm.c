@@ -224,6 +224,49 @@ bool rust_helper_rsmm_vma_pmd_fits(struct vm_area_struct *vma,
 	return thp_vma_suitable_order(vma, addr, PMD_ORDER);
 }
 
+#ifdef CONFIG_PER_VMA_LOCK
+/*
+ * The VMA write hold of kernel::mm::virt::VmaWriteHold: the VMA's lock
+ * taken for writing by a task that holds the mmap lock for reading only,
+ * without waiting (no writer may queue on a VMA lock under the mmap read
+ * lock).  vm_lock_seq is left alone, so that the hold ends when up_write()
+ * runs and not when the mmap lock is next released by a writer; see
+ * Documentation/mm/rcx.rst, "RCXVM".
+ */
+bool rust_helper_rsmm_vma_hold_write_trylock(struct vm_area_struct *vma)
+{
+	return down_write_trylock(&vma->vm_lock->lock);
+}
+
+void rust_helper_rsmm_vma_release_write(struct vm_area_struct *vma)
+{
+	up_write(&vma->vm_lock->lock);
+}
+
+/* Waits for the VMA's read lock under the mmap lock, as uffd_lock_vma(). */
+void rust_helper_rsmm_vma_read_lock_wait(struct vm_area_struct *vma)
+{
+	down_read(&vma->vm_lock->lock);
+}
+
+bool rust_helper_rsmm_vma_start_read(struct vm_area_struct *vma)
+{
+	return vma_start_read(vma);
+}
+
+void rust_helper_rsmm_vma_end_read(struct vm_area_struct *vma)
+{
+	vma_end_read(vma);
+}
+#endif
+
+/* vm_flags_reset_once() without its assertion of the mmap write lock. */
+void rust_helper_rsmm_vm_flags_write_once(struct vm_area_struct *vma,
+					  vm_flags_t flags)
+{
+	WRITE_ONCE(ACCESS_PRIVATE(vma, __vm_flags), flags);
+}
+
 /*
  * Zones and pageblocks (rust/kernel/mm/zone.rs).  The counters read here
  * change under the zone lock or without any lock: every read is a racy

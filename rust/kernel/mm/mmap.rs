@@ -23,6 +23,12 @@ use crate::{
 };
 use core::{marker::PhantomData, ops::Deref, ptr::NonNull};
 
+#[cfg(CONFIG_PER_VMA_LOCK)]
+use crate::{
+    error::{code::*, Result},
+    mm::virt::VmaWriteHold,
+};
+
 /// An address space (`struct mm_struct`), held by `mm_count`.
 ///
 /// # Invariants
@@ -278,6 +284,57 @@ impl<'a> MmapReadGuard<'a> {
         // SAFETY: `vma` belongs to this mm, whose mmap lock is held for as
         // long as `self` is borrowed.
         Some(unsafe { VmaRef::from_raw(vma) })
+    }
+}
+
+impl<'a> MmapReadGuard<'a> {
+    /// Holds the VMA that contains `addr` for writing ([`VmaWriteHold`]),
+    /// if its lock is free: fails with `ENOENT` if no VMA contains `addr`,
+    /// and with `EBUSY` if a task holds the VMA's lock (a page fault in
+    /// it, another hold), which the caller does not wait for.
+    ///
+    /// The guard is borrowed mutably for as long as the hold lives, so a
+    /// task holds one VMA at a time.
+    ///
+    /// # Examples
+    ///
+    /// While the hold lasts, the per-VMA read lock of the page-fault path
+    /// cannot be had:
+    ///
+    /// ```
+    /// use kernel::mm::{virt::VmFlags, MmWithUser};
+    ///
+    /// let mm = MmWithUser::new_for_test(0x40000000..0x40400000, false)?;
+    /// let mut guard = mm.mmap_read_lock();
+    /// let vma = guard.vma_lookup(0x40000000).ok_or(ENOENT)?;
+    /// assert_eq!(vma.try_with_read_lock(|| ()), Some(()));
+    /// {
+    ///     let hold = guard.write_hold(0x40001000)?;
+    ///     assert_eq!(hold.vma().range(), 0x40000000..0x40400000);
+    ///     assert_eq!(hold.vma().try_with_read_lock(|| ()), None);
+    ///     assert!(hold.prev().is_none() && hold.next().is_none());
+    ///     assert!(hold.vma().flags().contains(VmFlags::WRITE));
+    /// }
+    /// let vma = guard.vma_lookup(0x40000000).ok_or(ENOENT)?;
+    /// assert_eq!(vma.try_with_read_lock(|| ()), Some(()));
+    /// assert_eq!(guard.write_hold(0x40400000).err(), Some(ENOENT));
+    /// # Ok::<(), Error>(())
+    /// ```
+    #[cfg(CONFIG_PER_VMA_LOCK)]
+    pub fn write_hold(&mut self, addr: usize) -> Result<VmaWriteHold<'_>> {
+        let mm = self.mm.as_raw();
+        // SAFETY: the mm is live and its mmap lock held (type invariant).
+        let vma = unsafe { bindings::rsmm_vma_lookup(mm, addr) };
+        if vma.is_null() {
+            return Err(ENOENT);
+        }
+        // SAFETY: `vma` belongs to this mm, whose mmap lock is held for as
+        // long as `self` is borrowed.
+        let vma = unsafe { VmaRef::from_raw(vma) };
+        // SAFETY: `vma` belongs to `mm`, whose mmap lock is held for reading
+        // while `self` is borrowed; the mutable borrow keeps this task from
+        // making a second hold (and `VmaRef`s hold no VMA lock).
+        unsafe { VmaWriteHold::try_new(vma, mm) }.ok_or(EBUSY)
     }
 }
 

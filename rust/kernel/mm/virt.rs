@@ -23,6 +23,24 @@ use crate::{bindings, types::Opaque};
 use core::{marker::PhantomData, ops::Range, ptr::NonNull};
 
 /// Flags of a VMA (`vm_flags_t`).
+///
+/// # Examples
+///
+/// ```
+/// use kernel::mm::virt::VmFlags;
+///
+/// let rw = VmFlags::READ.union(VmFlags::WRITE).union(VmFlags::MAY_ACCESS);
+/// assert!(rw.access_allowed() && rw.is_data() && !rw.is_exec());
+/// let rx = rw.with_access(VmFlags::READ.union(VmFlags::EXEC));
+/// assert_eq!(rx.without(VmFlags::ACCESS), rw.without(VmFlags::ACCESS));
+/// assert!(rx.is_exec() && !rx.is_data());
+/// assert!(!VmFlags::WRITE.access_allowed());
+/// assert!(rw.merge_equal(rw.union(VmFlags::SOFTDIRTY)));
+/// assert!(!rw.merge_equal(rx));
+/// assert!(rw.union(VmFlags::MAYSHARE).is_shared() && !rw.is_shared());
+/// assert!(rw.union(VmFlags::STACK).is_growing_stack() && !rw.union(VmFlags::STACK).is_data());
+/// assert!(rw.union(VmFlags::LOCKED).is_locked() && !rw.is_uffd_armed());
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub struct VmFlags(u64);
 
@@ -39,15 +57,142 @@ impl VmFlags {
     pub const HUGEPAGE: VmFlags = VmFlags(bindings::VM_HUGEPAGE as u64);
     /// `madvise(MADV_NOHUGEPAGE)` (`VM_NOHUGEPAGE`).
     pub const NOHUGEPAGE: VmFlags = VmFlags(bindings::VM_NOHUGEPAGE as u64);
+    /// Executable (`VM_EXEC`).
+    pub const EXEC: VmFlags = VmFlags(bindings::VM_EXEC as u64);
+    /// The access bits `mprotect()` sets: read, write, exec
+    /// (`VM_ACCESS_FLAGS`).
+    pub const ACCESS: VmFlags = VmFlags(bindings::VM_ACCESS_FLAGS as u64);
+    /// May be made readable, writable, executable (`VM_MAYREAD`,
+    /// `VM_MAYWRITE`, `VM_MAYEXEC`): the access bits shifted by four.
+    pub const MAY_ACCESS: VmFlags =
+        VmFlags((bindings::VM_MAYREAD | bindings::VM_MAYWRITE | bindings::VM_MAYEXEC) as u64);
+    /// May be executable (`VM_MAYEXEC`).
+    pub const MAYEXEC: VmFlags = VmFlags(bindings::VM_MAYEXEC as u64);
+    /// May be shared (`VM_MAYSHARE`).
+    pub const MAYSHARE: VmFlags = VmFlags(bindings::VM_MAYSHARE as u64);
+    /// Stack growing down, or up (`VM_GROWSDOWN | VM_GROWSUP`).
+    pub const GROWS: VmFlags = VmFlags((bindings::VM_GROWSDOWN | bindings::VM_GROWSUP) as u64);
+    /// The stack flag of the architecture (`VM_STACK`).
+    pub const STACK: VmFlags = VmFlags(bindings::VM_STACK as u64);
+    /// hugetlbfs pages (`VM_HUGETLB`).
+    pub const HUGETLB: VmFlags = VmFlags(bindings::VM_HUGETLB as u64);
+    /// Kinds whose pages are not ordinary ones, never merged
+    /// (`VM_SPECIAL`: `VM_IO`, `VM_DONTEXPAND`, `VM_PFNMAP`, `VM_MIXEDMAP`).
+    pub const SPECIAL: VmFlags = VmFlags(bindings::VM_SPECIAL as u64);
+    /// `mlock()`ed, now or on fault (`VM_LOCKED_MASK`).
+    pub const LOCKED_ANY: VmFlags = VmFlags(bindings::VM_LOCKED_MASK as u64);
+    /// Armed for userfaultfd: missing, write-protect or minor faults.
+    pub const UFFD_ARMED: VmFlags = VmFlags(
+        (bindings::VM_UFFD_MISSING | bindings::VM_UFFD_WP) as u64
+            | bindings::RSMM_VM_UFFD_MINOR as u64,
+    );
+    /// KSM may merge its pages (`VM_MERGEABLE`).
+    pub const MERGEABLE: VmFlags = VmFlags(bindings::VM_MERGEABLE as u64);
+    /// Committed memory is charged for it (`VM_ACCOUNT`).
+    pub const ACCOUNT: VmFlags = VmFlags(bindings::VM_ACCOUNT as u64);
+    /// Not charged to committed memory (`VM_NORESERVE`).
+    pub const NORESERVE: VmFlags = VmFlags(bindings::VM_NORESERVE as u64);
+    /// Soft-dirty tracking reset (`VM_SOFTDIRTY`); merges ignore it.
+    pub const SOFTDIRTY: VmFlags = VmFlags(bindings::VM_SOFTDIRTY as u64);
+    /// Shadow stack (`VM_SHADOW_STACK`; none without user shadow stacks).
+    pub const SHADOW_STACK: VmFlags = VmFlags(bindings::RSMM_VM_SHADOW_STACK as u64);
+    /// Contents may be dropped under pressure (`VM_DROPPABLE`).
+    pub const DROPPABLE: VmFlags = VmFlags(bindings::RSMM_VM_DROPPABLE as u64);
+    /// `mseal()`ed (`VM_SEALED`).
+    #[cfg(CONFIG_64BIT)]
+    pub const SEALED: VmFlags = VmFlags(1 << bindings::RSMM_VM_SEALED_BIT);
+    /// `mseal()`ed (`VM_SEALED`; none on 32-bit).
+    #[cfg(not(CONFIG_64BIT))]
+    pub const SEALED: VmFlags = VmFlags(0);
+    /// The bits every `mprotect()` recomputes besides the access bits: the
+    /// protection key and the architecture's own (`VM_FLAGS_CLEAR`).
+    pub const PROT_CLEAR: VmFlags = VmFlags(bindings::RSMM_VM_FLAGS_CLEAR as u64);
+
+    /// Flags from their raw value.
+    pub const fn from_bits(bits: u64) -> Self {
+        VmFlags(bits)
+    }
 
     /// The raw flags.
-    pub fn bits(self) -> u64 {
+    pub const fn bits(self) -> u64 {
         self.0
     }
 
     /// Whether every flag of `other` is set.
-    pub fn contains(self, other: VmFlags) -> bool {
+    pub const fn contains(self, other: VmFlags) -> bool {
         self.0 & other.0 == other.0
+    }
+
+    /// Whether any flag of `other` is set.
+    pub const fn intersects(self, other: VmFlags) -> bool {
+        self.0 & other.0 != 0
+    }
+
+    /// The flags of `self` and `other`.
+    pub const fn union(self, other: VmFlags) -> Self {
+        VmFlags(self.0 | other.0)
+    }
+
+    /// `self` without the flags of `other`.
+    pub const fn without(self, other: VmFlags) -> Self {
+        VmFlags(self.0 & !other.0)
+    }
+
+    /// The access bits only.
+    pub const fn access(self) -> Self {
+        VmFlags(self.0 & Self::ACCESS.0)
+    }
+
+    /// `self` with its access bits replaced by those of `access`; no other
+    /// bit changes.
+    pub const fn with_access(self, access: VmFlags) -> Self {
+        VmFlags((self.0 & !Self::ACCESS.0) | (access.0 & Self::ACCESS.0))
+    }
+
+    /// Whether every access bit set is allowed by its `VM_MAY*` bit, as
+    /// `mprotect()` requires.
+    pub const fn access_allowed(self) -> bool {
+        // VM_MAYREAD/WRITE/EXEC are VM_READ/WRITE/EXEC shifted by four.
+        self.0 & !(self.0 >> 4) & Self::ACCESS.0 == 0
+    }
+
+    /// Whether the area is or may become shared (`VM_SHARED` or
+    /// `VM_MAYSHARE`): the private ones have neither.
+    pub const fn is_shared(self) -> bool {
+        self.intersects(Self::SHARED.union(Self::MAYSHARE))
+    }
+
+    /// Whether the area is `mlock()`ed (`VM_LOCKED` or `VM_LOCKONFAULT`).
+    pub const fn is_locked(self) -> bool {
+        self.intersects(Self::LOCKED_ANY)
+    }
+
+    /// Whether userfaultfd is armed on the area (any mode).
+    pub const fn is_uffd_armed(self) -> bool {
+        self.intersects(Self::UFFD_ARMED)
+    }
+
+    /// Whether the area is a stack that grows (down or up).
+    pub const fn is_growing_stack(self) -> bool {
+        self.intersects(Self::GROWS)
+    }
+
+    /// Whether the flags are those of a data mapping (`is_data_mapping()`):
+    /// writable, private and not a stack.
+    pub const fn is_data(self) -> bool {
+        self.0 & (Self::WRITE.0 | Self::SHARED.0 | Self::STACK.0) == Self::WRITE.0
+    }
+
+    /// Whether the flags are those of an executable mapping
+    /// (`is_exec_mapping()`): executable, not writable, not a stack.
+    pub const fn is_exec(self) -> bool {
+        self.0 & (Self::WRITE.0 | Self::EXEC.0 | Self::STACK.0) == Self::EXEC.0
+    }
+
+    /// Whether two areas with these flags could merge as far as their
+    /// flags go: equal but for `VM_SOFTDIRTY` (`is_mergeable_vma()`).
+    pub const fn merge_equal(self, other: VmFlags) -> bool {
+        (self.0 ^ other.0) & !Self::SOFTDIRTY.0 == 0
     }
 }
 
@@ -57,7 +202,10 @@ impl VmFlags {
 ///
 /// For the lifetime of any `&VmaRef`, it points to a live `struct
 /// vm_area_struct` and the mmap lock of its address space, or its own
-/// per-VMA read lock, is held: the fields read here do not change.
+/// per-VMA read lock, is held: the fields read here do not change, except
+/// the access bits of the flags and the page protection, which a
+/// `VmaWriteHold` may change beside a holder of the mmap read lock (they
+/// are read once).
 #[repr(transparent)]
 pub struct VmaRef {
     vma: Opaque<bindings::vm_area_struct>,
@@ -101,12 +249,63 @@ impl VmaRef {
     }
 
     /// The flags of the area.
+    ///
+    /// Under the VMA's own read lock (or the mmap write lock) no flag
+    /// changes while it is held.  Under the mmap read lock alone, the
+    /// access bits of an area that RCXVM's fast path may change (a
+    /// private anonymous one, see `Documentation/mm/rcx.rst`) may differ
+    /// from one call to the next; every other bit is stable.
     pub fn flags(&self) -> VmFlags {
-        // SAFETY: the VMA is live and locked (type invariant), so the flags
-        // are not written while we read them (writers hold the mmap lock
-        // for writing and the VMA's write lock).  `vm_flags` is the
-        // read-only member of the union C writes through `__vm_flags`.
-        VmFlags(unsafe { (*self.as_raw()).__bindgen_anon_2.vm_flags } as u64)
+        // SAFETY: the VMA is live (type invariant).  `vm_flags` is the
+        // read-only member of the union C writes through `__vm_flags`; it
+        // is read once, as `READ_ONCE()` would, since a VMA write hold
+        // (`VmaWriteHold`) may write it beside a reader that holds the
+        // mmap lock for reading only.
+        VmFlags(unsafe {
+            core::ptr::read_volatile(core::ptr::addr_of!(
+                (*self.as_raw()).__bindgen_anon_2.vm_flags
+            ))
+        } as u64)
+    }
+
+    /// The page protection of the area (`vm_page_prot`), as raw bits.
+    pub fn page_prot(&self) -> u64 {
+        // SAFETY: the VMA is live (type invariant).  Read once, as
+        // `READ_ONCE()` would: a `VmaWriteHold` may write it beside a
+        // reader that holds the mmap lock for reading only.
+        unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).vm_page_prot)) }
+            .pgprot as u64
+    }
+
+    /// Runs `f` under the VMA's own read lock, if it can be had without
+    /// waiting (`vma_start_read()`, as `lock_vma_under_rcu()` tries it), or
+    /// returns `None`.  For tests of [`VmaWriteHold`].
+    #[cfg(all(CONFIG_KUNIT, CONFIG_PER_VMA_LOCK))]
+    #[doc(hidden)]
+    pub fn try_with_read_lock<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
+        // SAFETY: the VMA is live (type invariant).
+        if !unsafe { bindings::rsmm_vma_start_read(self.as_raw()) } {
+            return None;
+        }
+        let r = f();
+        // SAFETY: the read lock was taken above.
+        unsafe { bindings::rsmm_vma_end_read(self.as_raw()) };
+        Some(r)
+    }
+
+    /// Runs `f` under the VMA's own read lock, waiting for it as
+    /// `uffd_lock_vma()` does under the mmap lock.  For tests of
+    /// [`VmaWriteHold`]: `self` must come from an mmap lock guard.
+    #[cfg(all(CONFIG_KUNIT, CONFIG_PER_VMA_LOCK))]
+    #[doc(hidden)]
+    pub fn with_read_lock_waiting<R>(&self, f: impl FnOnce() -> R) -> R {
+        // SAFETY: the VMA is live (type invariant); waiting for its lock
+        // under the mmap lock is the order mainline uses.
+        unsafe { bindings::rsmm_vma_read_lock_wait(self.as_raw()) };
+        let r = f();
+        // SAFETY: the read lock was taken above.
+        unsafe { bindings::rsmm_vma_end_read(self.as_raw()) };
+        r
     }
 
     /// Whether the area is anonymous memory (no file, no special mapping).
@@ -180,5 +379,138 @@ impl VmaPtr {
     pub unsafe fn as_ref<'a>(self) -> &'a VmaRef {
         // SAFETY: the caller guarantees `VmaRef::from_raw`'s contract.
         unsafe { VmaRef::from_raw(self.as_ptr()) }
+    }
+}
+
+/// A VMA held for writing by a task that holds the mmap lock of its address
+/// space for reading only: RCXVM's exclusive hold of the one VMA its fast
+/// path changes (see `Documentation/mm/rcx.rst`, "RCXVM").
+///
+/// Made by [`MmapReadGuard::write_hold`], which borrows the guard mutably:
+/// the VMA belongs to the guard's address space, the hold cannot outlive
+/// the mmap lock, and a task holds at most one VMA this way, so no order
+/// between the locks of two VMAs is ever needed.
+///
+/// The hold is the VMA's own lock (`vm_lock->lock`) taken for writing and
+/// kept until the hold is dropped.  `vma_start_write()` cannot be used: it
+/// requires the mmap lock held for writing, and its hold ends only when
+/// that lock is released (through `mm_lock_seq`), which a reader of the
+/// mmap lock does not do.
+///
+/// The lock is only tried, never waited for: if a reader holds it (a page
+/// fault) or another task holds the VMA, there is no hold, and the caller
+/// takes mainline's path.  So no writer ever queues on a VMA lock while
+/// holding the mmap lock for reading, which the kernel's readers that take
+/// two VMA locks under it (`uffd_move_lock()`) rely on.  While the hold
+/// lasts:
+///
+/// - `lock_vma_under_rcu()` fails on the VMA (its read trylock fails), so
+///   page faults on it fall back to the mmap lock;
+/// - a task that takes the VMA's read lock while holding the mmap lock
+///   (`uffd_lock_vma()`, and RCXVM's fault fallback) waits for the hold;
+/// - a writer of the mmap lock cannot be inside the address space, since
+///   the hold's owner holds the mmap lock for reading.
+///
+/// `vm_lock_seq` is left as it is, so `__is_vma_write_locked()` never
+/// takes the hold for a lock of a later mmap write session.
+///
+/// [`MmapReadGuard::write_hold`]: crate::mm::MmapReadGuard::write_hold
+///
+/// # Invariants
+///
+/// `vma` belongs to `mm`, whose mmap lock is held for reading for all of
+/// `'a`, and the VMA's lock is held for writing by this hold until it is
+/// dropped.
+#[cfg(CONFIG_PER_VMA_LOCK)]
+pub struct VmaWriteHold<'a> {
+    vma: &'a VmaRef,
+    mm: *mut bindings::mm_struct,
+    _guard: PhantomData<&'a mut ()>,
+}
+
+#[cfg(CONFIG_PER_VMA_LOCK)]
+impl<'a> VmaWriteHold<'a> {
+    /// Tries to take the VMA's lock for writing, without waiting.
+    ///
+    /// # Safety
+    ///
+    /// `vma` belongs to the address space `mm`, whose mmap lock the caller
+    /// holds for reading for all of `'a`, and the caller holds no other
+    /// VMA's lock.
+    pub(crate) unsafe fn try_new(vma: &'a VmaRef, mm: *mut bindings::mm_struct) -> Option<Self> {
+        // SAFETY: the VMA is live (the mmap lock is held); a trylock cannot
+        // take part in a deadlock.
+        if !unsafe { bindings::rsmm_vma_hold_write_trylock(vma.as_raw()) } {
+            return None;
+        }
+        // INVARIANT: the VMA lock was just taken; the caller guarantees the
+        // rest.
+        Some(Self {
+            vma,
+            mm,
+            _guard: PhantomData,
+        })
+    }
+
+    /// The VMA held.
+    pub fn vma(&self) -> &VmaRef {
+        self.vma
+    }
+
+    /// The VMA just below the held one (`find_vma_prev()`), if any.
+    ///
+    /// It is not held: only the mmap read lock keeps it in place, and its
+    /// access bits may change under another task's hold.
+    pub fn prev(&self) -> Option<&VmaRef> {
+        let mut prev = core::ptr::null_mut();
+        // SAFETY: the mm is live and its mmap lock held (type invariant).
+        unsafe { bindings::find_vma_prev(self.mm, self.vma.start(), &mut prev) };
+        // SAFETY: a VMA of the mm, which stays while the mmap lock is held,
+        // for at least as long as `self` is borrowed.
+        (!prev.is_null()).then(|| unsafe { VmaRef::from_raw(prev) })
+    }
+
+    /// The VMA just above the held one, if any.  As for [`Self::prev`], it
+    /// is not held.
+    pub fn next(&self) -> Option<&VmaRef> {
+        // SAFETY: the mm is live and its mmap lock held (type invariant).
+        let next = unsafe { bindings::find_vma(self.mm, self.vma.end()) };
+        // SAFETY: as in `prev`.
+        (!next.is_null()).then(|| unsafe { VmaRef::from_raw(next) })
+    }
+
+    /// Replaces the access bits of the VMA's flags by those of `access`
+    /// and recomputes its page protection (`vma_set_page_prot()`); no
+    /// other flag changes.
+    ///
+    /// # Safety
+    ///
+    /// The caller runs RCXVM's fast-path protocol: the VMA is of a kind the
+    /// fast path takes (private anonymous and the rest of the eligibility
+    /// rules), the new flags passed every check `mprotect()` makes, the
+    /// change is committed in the RCX update that checked the neighbours,
+    /// and the page tables of the VMA are brought to the new protection
+    /// (`change_protection()`) before the hold is dropped.
+    pub unsafe fn set_access(&mut self, access: VmFlags) {
+        let vma = self.vma.as_raw();
+        let new = self.vma.flags().with_access(access);
+        // SAFETY: the VMA is live and held for writing (type invariant):
+        // no other writer of its flags or protection exists, readers under
+        // the VMA lock are excluded, and readers under the mmap read lock
+        // alone read the flags once (`VmaRef::flags`).  The caller
+        // guarantees the protocol.
+        unsafe {
+            bindings::rsmm_vm_flags_write_once(vma, new.bits() as _);
+            bindings::vma_set_page_prot(vma);
+        }
+    }
+}
+
+#[cfg(CONFIG_PER_VMA_LOCK)]
+impl Drop for VmaWriteHold<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the VMA lock is held for writing by this hold (type
+        // invariant) and released once.
+        unsafe { bindings::rsmm_vma_release_write(self.vma.as_raw()) };
     }
 }
