@@ -11,8 +11,9 @@
 //! its children.  Sibling subtrees then differ in size by at most one
 //! node, which every [`BalanceParams`] with a delta of 2 or more accepts
 //! (the two named sets have 3 and 4; a tree with a smaller delta is
-//! refused), and exactly `n` nodes are taken from the reserve.  Nothing is published before the whole tree is
-//! built: one release store of the root makes it visible.
+//! refused), and exactly `n` nodes are taken from the reserve.  Nothing
+//! is published before the whole tree is built: one release store of the
+//! root makes it visible.
 //!
 //! [`BalanceParams`]: super::BalanceParams
 
