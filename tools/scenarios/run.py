@@ -855,6 +855,15 @@ class Outcome:
         self.stderr = []
         self.elapsed = 0.0
         self.reasons = []
+        # (seconds since QEMU started, label): the scenario's start, each
+        # check as it arrives, its end.  Where a scenario's time goes.
+        self.timeline = []
+
+    def slowest_steps(self, n=3):
+        """The n longest stretches between consecutive timeline marks,
+        each named by the mark that ends it, longest first."""
+        steps = [(b[0] - a[0], b[1]) for a, b in zip(self.timeline, self.timeline[1:])]
+        return sorted(steps, key=lambda s: -s[0])[:n]
 
     @property
     def passed(self):
@@ -977,9 +986,11 @@ def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None, on_do
             # The scenario's protocol (ttyS1).
             if START_MARK in line:
                 out.started = True
+                out.timeline.append((time.monotonic() - start, "(start)"))
             if DONE_MARK in line and not out.done:
                 out.done = True
                 done_at = time.monotonic()
+                out.timeline.append((done_at - start, "(done)"))
                 if on_done:
                     on_done()
             if END_MARK in line:
@@ -987,6 +998,7 @@ def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None, on_do
             m = CHECK_RE.search(line)
             if m and m.group(1) == out.name:
                 out.checks.append((m.group(2), m.group(3), m.group(4).strip()))
+                out.timeline.append((time.monotonic() - start, m.group(2)))
                 in_check_fail = m.group(3) == "FAIL"
                 if in_check_fail:
                     out.failed_detail.append(line[m.start():])
@@ -1012,6 +1024,8 @@ def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None, on_do
         if logf:
             killed = (" (killed: timeout)" if out.timed_out else
                       " (killed: silent boot)" if out.boot_stalled else "")
+            for at, label in out.timeline:
+                logf.write("# time %7.1fs %s\n" % (at, label))
             logf.write("# qemu exit status %s after %.1fs%s\n" % (
                 out.qemu_rc, out.elapsed, killed))
             logf.close()
@@ -1176,6 +1190,10 @@ def report(sc, cfg, out, log_path, header):
         lines.append("=== %s (%s)" % (sc.name, cfg.describe()))
     for check, status, rest in out.checks:
         lines.append("  CHECK %s %s%s" % (check, status, (" " + rest) if rest else ""))
+    if out.timeline:
+        lines.append("  time: start at %.1fs; slowest: %s" % (
+            out.timeline[0][0] if out.started else out.elapsed,
+            ", ".join("%s %.1fs" % (label, secs) for secs, label in out.slowest_steps())))
     if out.passed:
         lines.append("PASS %s (%.1fs)" % (sc.name, out.elapsed))
     else:
