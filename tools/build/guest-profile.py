@@ -165,7 +165,8 @@ def main():
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--under", action="append", default=[], metavar="REGEX",
                     help="also profile the samples with a function matching "
-                         "REGEX on the stack, apart (repeatable)")
+                         "REGEX on the stack, apart: what they ran and what "
+                         "else was on their stack (repeatable)")
     ap.add_argument("--annotate", action="append", default=[], metavar="REGEX",
                     help="print the disassembly of the functions matching "
                          "REGEX with the samples of each instruction "
@@ -184,7 +185,8 @@ def main():
 
     self_hits = collections.Counter()
     incl_hits = collections.Counter()
-    unders = [(re.compile(u), u, collections.Counter()) for u in args.under]
+    unders = [(re.compile(u), u, collections.Counter(), collections.Counter())
+              for u in args.under]
     annotate = [re.compile(a) for a in args.annotate]
     ip_hits = collections.Counter()
     samples = 0
@@ -202,10 +204,13 @@ def main():
             if wait_for(args.log, args.stop, 0.01):
                 break
     report(samples, self_hits, incl_hits, args.top)
-    for _, text, hits in unders:
+    for _, text, hits, callers in unders:
         n = sum(hits.values())
         print("\nself, of the %d samples with /%s/ on the stack:" % (n, text))
         for name, c in hits.most_common(args.top):
+            print("  %5.1f%%  %s" % (100.0 * c / n, short(name)))
+        print("on the stack, of those samples (who called it; approximate):")
+        for name, c in callers.most_common(args.top):
             print("  %5.1f%%  %s" % (100.0 * c / n, short(name)))
     annotate_report(args.vmlinux, syms, ip_hits, samples)
 
@@ -259,9 +264,11 @@ def sample(stub, syms, stack_words, self_hits, incl_hits, unders=(),
                         seen.add(caller)
         for f in seen:
             incl_hits[f] += 1
-        for pat, _, hits in unders:
+        for pat, _, hits, callers in unders:
             if any(pat.search(f) for f in seen):
                 hits[name] += 1
+                for f in seen:
+                    callers[f] += 1
         n += 1
     stub.send("c", reply=False)
     return n
