@@ -19,7 +19,12 @@
  * -v     print one line per pass.
  *
  * Exit status: 0 ok, 1 runtime or verification error, 2 usage error.
- * SIGINT/SIGTERM end the run after the current pass.
+ * SIGINT/SIGTERM end the run within a page: the anonymous pass under way
+ * stops where it is (its words below that point hold the new generation,
+ * those above the old one, and the last verification checks each against
+ * its own), a file pass ends after the current pass.  So a caller can
+ * stop the hog when its other workloads end without waiting for a pass
+ * that may take a minute under swap.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -103,28 +108,37 @@ static inline uint64_t pattern(uint64_t off, uint64_t gen)
 
 /*
  * One pass over the anonymous area: verify generation @gen - 1 (unless
- * @gen is 0) and write generation @gen.  Returns the number of bad words.
+ * @gen is 0) and write generation @gen.  The words from *@split on hold
+ * generation @gen - 2 instead (a pass stopped there); the pass makes them
+ * whole.  Stops at a page boundary once @stoppable and a signal asked
+ * to, and sets *@split to where it stopped (the area's end if it did
+ * not).  Returns the number of bad words.
  */
-static unsigned long anon_pass(uint64_t *mem, size_t bytes, uint64_t gen)
+static unsigned long anon_pass(uint64_t *mem, size_t bytes, uint64_t gen,
+			       size_t *split, int stoppable)
 {
-	size_t words = bytes / 8, i;
+	size_t words = bytes / 8, i, page_words = page_size / 8;
 	unsigned long bad = 0;
 
 	for (i = 0; i < words; i++) {
 		uint64_t off = (uint64_t)i * 8;
+		uint64_t want = i < *split ? gen - 1 : gen - 2;
 
-		if (gen && mem[i] != pattern(off, gen - 1)) {
+		if ((i & (page_words - 1)) == 0 && stoppable && stop)
+			break;
+		if (gen && (i < *split || gen >= 2) && mem[i] != pattern(off, want)) {
 			if (bad < 10)
 				fprintf(stderr,
 					"memhog: anon corruption at offset %#" PRIx64
 					" (page %" PRIu64 "): got %#" PRIx64
 					" expected %#" PRIx64 "\n", off,
 					off / page_size, mem[i],
-					pattern(off, gen - 1));
+					pattern(off, want));
 			bad++;
 		}
 		mem[i] = pattern(off, gen);
 	}
+	*split = i;
 	return bad;
 }
 
@@ -217,7 +231,7 @@ int main(int argc, char **argv)
 	long file_bad = 0;
 	uint64_t gen = 0, file_gen = 0;
 	uint64_t *mem = NULL, *buf = NULL;
-	size_t anon_bytes, cache_bytes;
+	size_t anon_bytes, cache_bytes, split;
 	struct sigaction sa;
 	double start, end;
 
@@ -292,6 +306,8 @@ int main(int argc, char **argv)
 	page_size = sysconf(_SC_PAGESIZE);
 	anon_bytes = anon_mib * MIB;
 	cache_bytes = cache_mib * MIB;
+	/* No pass stopped part-way yet. */
+	split = anon_bytes / 8;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -331,7 +347,7 @@ int main(int argc, char **argv)
 	end = start + seconds;
 	do {
 		if (mem) {
-			unsigned long bad = anon_pass(mem, anon_bytes, gen);
+			unsigned long bad = anon_pass(mem, anon_bytes, gen, &split, 1);
 
 			anon_bad += bad;
 		}
@@ -363,7 +379,7 @@ int main(int argc, char **argv)
 
 	/* Verify the last anonymous generation once more. */
 	if (mem && !ret)
-		anon_bad += anon_pass(mem, anon_bytes, gen);
+		anon_bad += anon_pass(mem, anon_bytes, gen, &split, 0);
 
 	printf("memhog: anon %lu MiB, cache %lu MiB, %lu passes in %.1fs, "
 	       "errors: anon %lu file %ld\n", anon_mib, cache_mib, passes,
