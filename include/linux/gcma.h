@@ -316,9 +316,6 @@ unsigned long gcma_dmem_rs_invalidate_file(const struct gcma_dmem_file_key *key,
 					   unsigned long first,
 					   unsigned long last);
 unsigned long gcma_dmem_rs_invalidate_sb(u32 sb);
-unsigned long gcma_dmem_rs_fence_file(const struct gcma_dmem_file_key *key,
-				      unsigned long first, unsigned long last,
-				      bool begin);
 bool gcma_dmem_rs_store_swap(unsigned int type, unsigned long offset,
 			     struct page *page);
 bool gcma_dmem_rs_load_swap(unsigned int type, unsigned long offset,
@@ -340,9 +337,10 @@ bool __gcma_dmem_read_folio(struct folio *folio);
 void __gcma_dmem_invalidate_file(struct address_space *mapping,
 				 unsigned long first, unsigned long last);
 void __gcma_dmem_umount(struct super_block *sb);
-void __gcma_dmem_fence_file(struct address_space *mapping,
-			    unsigned long first, unsigned long last,
-			    bool begin);
+bool __gcma_dmem_fence_begin(struct address_space *mapping,
+			     unsigned long first, unsigned long last);
+void __gcma_dmem_fence_end(struct address_space *mapping,
+			   unsigned long first, unsigned long last);
 void __gcma_dmem_swap_store(struct folio *folio);
 bool __gcma_dmem_swap_load(struct folio *folio);
 void __gcma_dmem_swap_drop_folio(struct folio *folio);
@@ -415,20 +413,26 @@ static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
  * bytes changed behind its page cache (direct I/O) runs between
  * gcma_dmem_fence_begin() and gcma_dmem_fence_end(): nothing of the file
  * is stored in DMEM or loaded from it meanwhile, and both drop the range.
+ * Begin returns whether it raised a fence; the walk passes that to end as
+ * @fenced, which lowers exactly the fences begin raised, whatever the
+ * client's switch did in between (testing the switch again would leave a
+ * fence raised, or lower one another walk raised).
  */
-static inline void gcma_dmem_fence_begin(struct address_space *mapping,
+static inline bool gcma_dmem_fence_begin(struct address_space *mapping,
 					 unsigned long first,
 					 unsigned long last)
 {
 	if (static_branch_unlikely(&gcma_dmem_file_on))
-		__gcma_dmem_fence_file(mapping, first, last, true);
+		return __gcma_dmem_fence_begin(mapping, first, last);
+	return false;
 }
 
 static inline void gcma_dmem_fence_end(struct address_space *mapping,
-				       unsigned long first, unsigned long last)
+				       unsigned long first, unsigned long last,
+				       bool fenced)
 {
-	if (static_branch_unlikely(&gcma_dmem_file_on))
-		__gcma_dmem_fence_file(mapping, first, last, false);
+	if (fenced)
+		__gcma_dmem_fence_end(mapping, first, last);
 }
 
 static inline void gcma_dmem_umount(struct super_block *sb)
@@ -510,11 +514,12 @@ static inline void gcma_dmem_truncate(struct address_space *mapping,
 static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
 					      unsigned long first,
 					      unsigned long last) { }
-static inline void gcma_dmem_fence_begin(struct address_space *mapping,
+static inline bool gcma_dmem_fence_begin(struct address_space *mapping,
 					 unsigned long first,
-					 unsigned long last) { }
+					 unsigned long last) { return false; }
 static inline void gcma_dmem_fence_end(struct address_space *mapping,
-				       unsigned long first, unsigned long last) { }
+				       unsigned long first, unsigned long last,
+				       bool fenced) { }
 static inline void gcma_dmem_umount(struct super_block *sb) { }
 static inline void gcma_dmem_swap_store(struct folio *folio) { }
 static inline bool gcma_dmem_swap_load(struct folio *folio) { return false; }

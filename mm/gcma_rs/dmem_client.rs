@@ -112,9 +112,20 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
 
     /// Ends a range invalidation begun by [`Client::fence_begin`]: drops
     /// the range once more and lifts the fence.
+    ///
+    /// Must end a fence that [`Client::fence_begin`] raised, on a key of the
+    /// same group: the hooks pair them by the value the begin hook returns,
+    /// never by testing the switches again.  A fence not raised is not
+    /// lowered (a warning): the count of another walk's fence must not go.
     pub(crate) fn fence_end(&self, lo: &K, hi: &K) -> usize {
         let n = self.dmem.invalidate_range(lo, hi);
-        self.fence(lo).fetch_sub(1, Ordering::SeqCst);
+        let lowered = self
+            .fence(lo)
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |c| c.checked_sub(1));
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        if lowered.is_err() && !WARNED.swap(true, Ordering::Relaxed) {
+            pr_warn!("dmem: a range fence ended that was not raised\n");
+        }
         n
     }
 
@@ -495,32 +506,6 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_invalidate_file(
     // SAFETY: guaranteed by the caller.
     let (lo, hi) = unsafe { (file_key(key, first), file_key(key, last)) };
     d.file.invalidate_range(&lo, &hi) as c_ulong
-}
-
-/// Starts (`begin`) or ends a fenced invalidation of the pages
-/// `first..=last` of the file `*key` (see `Client::fence_begin`); returns
-/// how many entries it dropped.  Every begin must be followed by an end
-/// with the same arguments.  Never sleeps.
-///
-/// # Safety
-///
-/// `key` must be valid for reads.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_dmem_rs_fence_file(
-    key: *const bindings::gcma_dmem_file_key,
-    first: c_ulong,
-    last: c_ulong,
-    begin: bool,
-) -> c_ulong {
-    let Some(d) = dmems() else { return 0 };
-    // SAFETY: guaranteed by the caller.
-    let (lo, hi) = unsafe { (file_key(key, first), file_key(key, last)) };
-    let n = if begin {
-        d.file.fence_begin(&lo, &hi)
-    } else {
-        d.file.fence_end(&lo, &hi)
-    };
-    n as c_ulong
 }
 
 /// Drops every entry of superblock `sb`; returns how many there were.

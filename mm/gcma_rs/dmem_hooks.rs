@@ -64,18 +64,30 @@ struct FileId {
 }
 
 impl FileId {
-    /// The id of the file whose pages `mapping` caches, or `None` if DMEM
-    /// keeps none of them.
+    /// The id of the file whose pages `mapping` caches, for a store or a
+    /// load, or `None` if DMEM keeps none of them.
     fn of(mapping: Option<&AddressSpace>) -> Option<Self> {
         let inode = mapping?.host()?;
-        let sb = inode.super_block();
         // Swap I/O rewrites an active swap file's blocks behind its page
         // cache: none of its pages is stored or loaded (swapoff drops what
         // was kept before swapon).
-        if sb.iflags() & bindings::SB_I_GCMA_DMEM as c_ulong == 0
-            || !inode.is_regular()
-            || inode.is_swapfile()
-        {
+        if !inode.is_regular() || inode.is_swapfile() {
+            return None;
+        }
+        Self::of_any(mapping)
+    }
+
+    /// The id of the file whose pages `mapping` caches, for a drop or a
+    /// fence: `None` only if its file system keeps nothing in DMEM.
+    ///
+    /// Not filtered as [`FileId::of`] is: whether the file is a swap file
+    /// changes while it has entries (swapoff drops what was kept before
+    /// swapon, and clears `S_SWAPFILE` only after that), and a drop that
+    /// skipped it would leave them to be loaded afterwards.
+    fn of_any(mapping: Option<&AddressSpace>) -> Option<Self> {
+        let inode = mapping?.host()?;
+        let sb = inode.super_block();
+        if sb.iflags() & bindings::SB_I_GCMA_DMEM as c_ulong == 0 {
             return None;
         }
         Some(Self {
@@ -233,15 +245,15 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_invalidate_file(
 ) {
     // SAFETY: the caller's contract.
     let mapping = unsafe { AddressSpace::from_raw(mapping) };
-    if let Some(id) = FileId::of(Some(mapping)) {
+    if let Some(id) = FileId::of_any(Some(mapping)) {
         invalidate_file(id, first, last);
     }
 }
 
-/// Begins (`begin`) or ends a fenced invalidation of pages `first..=last`
-/// of the file `mapping` caches: begin drops the range, then refuses
-/// stores and fails loads of the file; end drops the range again and lifts
-/// the fence.
+/// Begins a fenced invalidation of pages `first..=last` of the file
+/// `mapping` caches: drops the range, then refuses stores and fails loads
+/// of the file until [`__gcma_dmem_fence_end`].  Returns whether it raised
+/// the fence; the caller calls the end exactly when it did.
 ///
 /// For walks that invalidate the page cache of a file whose bytes changed
 /// behind it (direct-I/O writes): see `Documentation/mm/gcma.rst`.
@@ -250,22 +262,40 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_invalidate_file(
 ///
 /// As for [`__gcma_dmem_invalidate_file`].
 #[no_mangle]
-pub(crate) unsafe extern "C" fn __gcma_dmem_fence_file(
+pub(crate) unsafe extern "C" fn __gcma_dmem_fence_begin(
     mapping: *mut bindings::address_space,
     first: c_ulong,
     last: c_ulong,
-    begin: bool,
+) -> bool {
+    // SAFETY: the caller's contract.
+    let mapping = unsafe { AddressSpace::from_raw(mapping) };
+    let (Some(id), Some(d)) = (FileId::of_any(Some(mapping)), dmems()) else {
+        return false;
+    };
+    d.file.fence_begin(&id.key(first), &id.key(last));
+    true
+}
+
+/// Ends the fenced invalidation that [`__gcma_dmem_fence_begin`] began
+/// (and returned `true` for) with the same arguments: drops the range
+/// again and lowers the fence.  Called whatever the client's switch is
+/// now, as the fence must come down all the same.
+///
+/// # Safety
+///
+/// As for [`__gcma_dmem_invalidate_file`].
+#[no_mangle]
+pub(crate) unsafe extern "C" fn __gcma_dmem_fence_end(
+    mapping: *mut bindings::address_space,
+    first: c_ulong,
+    last: c_ulong,
 ) {
     // SAFETY: the caller's contract.
     let mapping = unsafe { AddressSpace::from_raw(mapping) };
-    let (Some(id), Some(d)) = (FileId::of(Some(mapping)), dmems()) else {
-        return;
-    };
-    let (lo, hi) = (id.key(first), id.key(last));
-    if begin {
-        d.file.fence_begin(&lo, &hi);
-    } else {
-        d.file.fence_end(&lo, &hi);
+    // Both are what they were at the begin: the superblock's flag is set
+    // before the file system is live, and the instances never go away.
+    if let (Some(id), Some(d)) = (FileId::of_any(Some(mapping)), dmems()) {
+        d.file.fence_end(&id.key(first), &id.key(last));
     }
 }
 

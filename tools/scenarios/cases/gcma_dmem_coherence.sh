@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: DMEM never serves a page older than the file: an O_DIRECT write racing a buffered read and reclaim, a changed inode generation, a memory-failure removal (ext2 and ext4); a SCHED_FIFO allocator never waits for ever on a copy it preempted
+# description: DMEM never serves a page older than the file: an O_DIRECT write racing a buffered read and reclaim, a changed inode generation, a memory-failure removal, O_DIRECT fences raced by the client's switch (ext2 and ext4), a swap file's old pages after swapoff; a SCHED_FIFO allocator never waits for ever on a copy it preempted
 # duration: 60
 # append: gcma=32M preempt=full
 # mem: 1G
@@ -38,8 +38,36 @@ for fs in ext2 ext4; do
 	fi
 
 	check ${fs}_memory_failure_removal dmem_coherence hwpoison /mnt/$fs
+	check ${fs}_fence_survives_switch dmem_coherence switch /mnt/$fs
 	umount /mnt/$fs
 done
+
+# A swap file: DMEM keeps its pages (written, paged out), then it is
+# swapped to, which rewrites its blocks behind its page cache.  Nothing of
+# it may be loaded from DMEM after swapoff: what was kept before swapon
+# is dropped there (the drop must not skip the file for being a swap file
+# still, as swapoff clears S_SWAPFILE only after it).
+mount -t ext4 /dev/vdb /mnt/ext4
+mkdir -p $CG/swapfile
+echo 8M > $CG/swapfile/memory.max
+sh -c 'echo $$ > "$0/cgroup.procs" && exec dd if=/dev/urandom of=/mnt/ext4/swapfile bs=1M count=8 conv=fsync 2>/dev/null' $CG/swapfile
+# Held open, so that memory.reclaim does not evict the inode (which
+# would drop its entries) until swapoff has had to.
+exec 3</mnt/ext4/swapfile
+stored=$(read_counter $F/stored_pages)
+i=$(reclaim_until_stored $CG/swapfile $((stored + 1024)))
+check swapfile_stored expect_ge "$(read_counter $F/stored_pages)" $((stored + 1024))
+mkswap /mnt/ext4/swapfile >/dev/null
+check swapfile_swapon swapon /mnt/ext4/swapfile
+sh -c 'echo $$ > "$0/cgroup.procs" && exec memhog -a 12' $CG/swapfile >/tmp/swapfile_hog.out 2>&1
+check swapfile_swapped_to expect_gt "$(read_counter /proc/vmstat pswpout)" 0
+check swapfile_swapoff swapoff /mnt/ext4/swapfile
+loads=$(read_counter $F/loads)
+cat /mnt/ext4/swapfile >/dev/null
+check swapfile_nothing_loaded expect_eq "$(read_counter $F/loads)" "$loads"
+exec 3<&-
+rm /mnt/ext4/swapfile
+umount /mnt/ext4
 # A SCHED_FIFO allocator and a copier on CPU 0, with RT throttling and
 # CPU 0's fair server (6.12's deadline server, which gives normal tasks
 # 50 ms a second whatever RT tasks do) off: every allocation discards the

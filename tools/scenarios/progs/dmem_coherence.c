@@ -35,6 +35,16 @@
  *	CPU 0's fair server off, so that nothing else lets the copier run;
  *	a waiter that only polls then never returns.
  *
+ *   dmem_coherence switch DIR
+ *	O_DIRECT writers rewrite pages of eight files (with the bytes they
+ *	hold: every write fences its file's DMEM group around the page-cache
+ *	walk) while the file client is switched off and on 150 times.  A
+ *	fence raised by a walk must be lowered by the same walk, whatever the
+ *	switch did meanwhile.  Then every file is read, paged out and read
+ *	again: its pages must be stored and loaded (a group left fenced, its
+ *	count wrapped below zero or stuck above it, refuses both for good),
+ *	and every byte must be right.
+ *
  * DMEM's counters are read from /sys/kernel/mm/gcma/dmem/file/.  Every
  * test first checks that its setup happened (the write was still in
  * flight, the page was stored), so that it cannot pass without having
@@ -499,9 +509,128 @@ static int test_rt(const char *cmadir, const char *dir, int seconds)
 	return 0;
 }
 
+#define SW_FILES 8
+#define SW_PAGES 16
+#define SW_WRITERS 3
+#define SW_TOGGLES 150
+
+/* Writes "0" or "1" to the file client's switch. */
+static void switch_client(int on)
+{
+	int fd = open(DMEM "enabled", O_WRONLY);
+
+	if (fd < 0)
+		die(DMEM "enabled");
+	write_str(fd, on ? "1\n" : "0\n", DMEM "enabled");
+	close(fd);
+}
+
+/*
+ * Writer @w of test "switch": rewrites page after page of its files with
+ * O_DIRECT, each with the bytes it already holds, until killed.
+ */
+static void switch_writer(const char *dir, int w)
+{
+	unsigned char *buf;
+	int fds[SW_FILES], n = 0;
+	char path[512];
+
+	if (posix_memalign((void **)&buf, PAGE, PAGE))
+		die("posix_memalign");
+	for (int f = w; f < SW_FILES; f += SW_WRITERS) {
+		snprintf(path, sizeof(path), "%s/switch%d", dir, f);
+		fds[n] = open(path, O_WRONLY | O_DIRECT);
+		if (fds[n] < 0)
+			die(path);
+		n++;
+	}
+	for (unsigned long i = 0;; i++) {
+		int f = w + (int)(i % n) * SW_WRITERS;
+		size_t page = (i / n) % SW_PAGES;
+
+		fill(buf, page * PAGE, PAGE, f + 1);
+		pwrite_all(fds[i % n], buf, PAGE, page * PAGE);
+	}
+}
+
+static int test_switch(const char *dir)
+{
+	size_t len = SW_PAGES * PAGE;
+	unsigned char *want = malloc(len);
+	pid_t writers[SW_WRITERS];
+	unsigned long wrong = 0;
+	cpu_set_t all;
+	char path[512];
+
+	if (!want)
+		die("malloc");
+	/* The writers and the switch run on every CPU, at the same time. */
+	CPU_ZERO(&all);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		CPU_SET(c, &all);
+	if (sched_setaffinity(0, sizeof(all), &all))
+		die("sched_setaffinity");
+	for (int f = 0; f < SW_FILES; f++) {
+		snprintf(path, sizeof(path), "%s/switch%d", dir, f);
+		close(make_file(path, len, f + 1));
+	}
+	for (int w = 0; w < SW_WRITERS; w++) {
+		writers[w] = fork();
+		if (writers[w] < 0)
+			die("fork");
+		if (!writers[w]) {
+			switch_writer(dir, w);
+			_exit(0);
+		}
+	}
+	for (int t = 0; t < SW_TOGGLES; t++) {
+		switch_client(0);
+		switch_client(1);
+	}
+	for (int w = 0; w < SW_WRITERS; w++) {
+		int status;
+
+		kill(writers[w], SIGKILL);
+		if (waitpid(writers[w], &status, 0) < 0)
+			die("waitpid");
+	}
+	printf("# switch: %d switches off and on beside %d O_DIRECT writers\n",
+	       SW_TOGGLES, SW_WRITERS);
+	bind_cpu0();
+	for (int f = 0; f < SW_FILES; f++) {
+		unsigned long stores, loads;
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/switch%d", dir, f);
+		fd = open(path, O_RDONLY);
+		if (fd < 0)
+			die(path);
+		fill(want, 0, len, f + 1);
+		wrong += check_read(fd, 0, want, len, "read before the page-out");
+		stores = page_out_all(fd, 0, SW_PAGES);
+		loads = counter("loads");
+		wrong += check_read(fd, 0, want, len, "read after the page-out");
+		loads = counter("loads") - loads;
+		printf("# switch: file %d: %lu pages stored, %lu loaded\n", f, stores, loads);
+		if (!stores || !loads) {
+			fprintf(stderr, "%s: file %d: %lu stores, %lu loads: its DMEM group was left fenced\n",
+				prog, f, stores, loads);
+			wrong++;
+		}
+		close(fd);
+		unlink(path);
+	}
+	free(want);
+	if (wrong)
+		fail("a file's pages were not stored or loaded, or a byte was wrong, after the switch raced O_DIRECT writes");
+	printf("# switch: every file stored and loaded, every byte right\n");
+	return 0;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s dio -w CGROUP DIR | setversion DIR | hwpoison DIR | rt CMADIR DIR SECONDS\n",
+	fprintf(stderr, "usage: %s dio -w CGROUP DIR | setversion DIR | hwpoison DIR | switch DIR |\n"
+		"       rt CMADIR DIR SECONDS\n",
 		prog);
 	exit(2);
 }
@@ -529,6 +658,8 @@ int main(int argc, char **argv)
 		return test_setversion(argv[2]);
 	if (!strcmp(argv[1], "hwpoison"))
 		return test_hwpoison(argv[2]);
+	if (!strcmp(argv[1], "switch"))
+		return test_switch(argv[2]);
 	usage();
 	return 2;
 }
