@@ -190,7 +190,8 @@ struct kobject *gcma_sysfs_dir(void);
  *	hooks are disabled and do not call DMEM at all)
  * @refused_large: large folios not stored
  * @poisoned: stores refused and loads missed because the area page held
- *	was found hardware-poisoned (the entry is dropped, the page retired)
+ *	was found hardware-poisoned (the entry is dropped, the page retired),
+ *	or, for a store, the page it copied from
  */
 struct gcma_dmem_stats {
 	u64 stored_pages;

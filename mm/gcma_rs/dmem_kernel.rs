@@ -285,8 +285,13 @@ impl PageAccess for AreaPages {
         if dst.is_hwpoisoned() {
             return false;
         }
-        dst.copy_from_page(&src);
-        true
+        // The client's page may be bad memory too: `memory_failure()` can
+        // mark it after reclaim's check (it then waits for the folio lock
+        // the store runs under), or find it only when this copy reads it.
+        // A plain copy would take the machine check in the kernel; this
+        // one refuses the store, and the area page, good, goes back free
+        // (only a page marked poisoned is kept out of use).
+        dst.copy_from_good_page(&src).is_ok()
     }
 
     fn copy_out(&self, from: &ReadCopy, mut dst: ExclusivePage<'_>) -> bool {

@@ -564,7 +564,61 @@ fn dmem_hook_entry_points() -> Result {
     Ok(())
 }
 
+/// A store whose client page is bad memory (`memory_failure()` marked it
+/// after reclaim looked, or the copy found it bad) is refused and counted
+/// in `poisoned`; the area page it would have filled goes back free, not
+/// out of use: the area holds as many pages as before.
+#[cfg(CONFIG_MEMORY_FAILURE)]
+fn dmem_store_from_poisoned_page() -> Result {
+    let d = instances()?;
+    let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    fill(src.page_mut(0).ok_or(EINVAL)?, 7, 0)?;
+    let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
+    // A test-only superblock id, as in `dmem_hook_entry_points`.
+    let key = bindings::gcma_dmem_file_key {
+        sb: 0xf_fffd,
+        ino: 7,
+    };
+    let (area, _, _) = first_area()?;
+    let retired = || {
+        let mut st = bindings::gcma_stats::default();
+        // SAFETY: `area` is a descriptor of the table, `st` is ours.
+        unsafe { crate::entry::gcma_stats(area, &mut st) };
+        st.hwpoisoned_pages
+    };
+    let r0 = retired();
+    let s0 = d.file.stats();
+    // SAFETY: `sp` is our page, not mapped to user space; the flag is
+    // cleared before the page is freed (the free path keeps poisoned
+    // pages out of use).
+    unsafe { bindings::SetPageHWPoison(sp) };
+    // SAFETY: `sp` is ours, allocated and not written during the call.
+    let stored = unsafe { dmem_client::gcma_dmem_rs_store_file(&key, 0, sp) };
+    // SAFETY: as above.
+    unsafe { bindings::ClearPageHWPoison(sp) };
+    kunit_expect!(!stored, "a store copied from a poisoned page");
+    let s1 = d.file.stats();
+    kunit_expect_eq!(s1.poisoned - s0.poisoned, 1);
+    kunit_expect_eq!(s1.stored_pages, s0.stored_pages);
+    kunit_expect_eq!(s1.held_pages, s0.held_pages);
+    kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
+    // The area page was not the bad one: nothing was retired.
+    kunit_expect_eq!(retired(), r0);
+    Ok(())
+}
+
+#[cfg(not(CONFIG_MEMORY_FAILURE))]
+fn dmem_store_from_poisoned_page() -> Result {
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "gcma_dmem",
-    cases: [dmem_matches_model, dmem_concurrent, dmem_counters, dmem_hook_entry_points],
+    cases: [
+        dmem_matches_model,
+        dmem_concurrent,
+        dmem_counters,
+        dmem_hook_entry_points,
+        dmem_store_from_poisoned_page
+    ],
 }

@@ -102,6 +102,17 @@ bool rust_helper_rsmm_page_hwpoisoned(const struct page *page)
 	return PageHWPoison(page);
 }
 
+/* For tests that need a page marked bad without a machine check. */
+void rust_helper_SetPageHWPoison(struct page *page)
+{
+	SetPageHWPoison(page);
+}
+
+void rust_helper_ClearPageHWPoison(struct page *page)
+{
+	ClearPageHWPoison(page);
+}
+
 /* Pages memory_failure() has poisoned and not unpoisoned, in all. */
 long rust_helper_rsmm_num_poisoned_pages(void)
 {

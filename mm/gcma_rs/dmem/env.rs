@@ -198,9 +198,9 @@ pub(crate) trait PageAccess {
     type Dst<'a>;
 
     /// Copies `src` into the area page of `to`.  Returns `false`, having
-    /// copied nothing, if the page is bad memory (hardware-poisoned): the
-    /// store then refuses and gives the page back, and the supply keeps it
-    /// out of use.
+    /// copied nothing usable, if either page is bad memory
+    /// (hardware-poisoned): the store then refuses and gives the area page
+    /// back, and the supply keeps it out of use if it is the bad one.
     fn copy_in(&self, to: &FillCopy, src: Self::Src<'_>) -> bool;
 
     /// Copies the area page of `from` into `dst`.  Returns `false` if the
