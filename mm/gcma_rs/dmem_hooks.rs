@@ -203,6 +203,17 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
     let Some(id) = FileId::of(mapping) else {
         return false;
     };
+    // A folio wholly beyond the end of the file must read as zeros, which
+    // the file system's read gives it.  An entry there can only be an old
+    // one: ext2's truncation takes no `invalidate_lock`, so a read racing
+    // it may create the folio between the truncation's walk and its drop.
+    let pos = folio.index() << bindings::PAGE_SHIFT;
+    if mapping
+        .and_then(AddressSpace::host)
+        .is_some_and(|inode| i64::try_from(pos).map_or(true, |p| p >= inode.size()))
+    {
+        return false;
+    }
     let verify = verifying();
     // Verify mode's own read of the device: not a page-cache folio.
     if verify && !mapping.is_some_and(|m| m.caches(folio)) {

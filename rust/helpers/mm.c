@@ -102,6 +102,11 @@ bool rust_helper_rsmm_page_hwpoisoned(const struct page *page)
 	return PageHWPoison(page);
 }
 
+loff_t rust_helper_i_size_read(const struct inode *inode)
+{
+	return i_size_read(inode);
+}
+
 /* For tests that need a page marked bad without a machine check. */
 void rust_helper_SetPageHWPoison(struct page *page)
 {

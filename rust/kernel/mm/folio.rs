@@ -228,9 +228,18 @@ impl Inode {
     /// Whether the inode is an active swap file (`IS_SWAPFILE()`): swap
     /// writes its blocks behind its page cache.
     pub fn is_swapfile(&self) -> bool {
-        // SAFETY: the inode is valid (type invariant).
-        let flags = unsafe { (*self.0.get()).i_flags };
+        // SAFETY: the inode is valid (type invariant).  swapon and swapoff
+        // change `i_flags` under the inode lock, which readers here do not
+        // hold: one volatile word read, as C's `READ_ONCE()`.
+        let flags = unsafe { core::ptr::addr_of!((*self.0.get()).i_flags).read_volatile() };
         flags & bindings::S_SWAPFILE != 0
+    }
+
+    /// Returns the file's size in bytes (`i_size_read()`).
+    pub fn size(&self) -> i64 {
+        // SAFETY: the inode is valid (type invariant); the helper reads
+        // `i_size` as C's readers do.
+        unsafe { bindings::i_size_read(self.0.get()) }
     }
 
     /// Returns the inode's superblock.
