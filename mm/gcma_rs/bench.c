@@ -134,6 +134,7 @@ static struct gcma_bench_fill {
 	struct vfsmount *mnt;
 	struct inode *inode;
 	pgoff_t next;
+	/* Guards moved[], nr_moved and overflow, which migration appends to. */
 	spinlock_t lock;
 	pgoff_t *moved;
 	unsigned long nr_moved;
@@ -195,7 +196,9 @@ int gcma_bench_cma_fill_start(struct cma *cma)
 	f->next = 0;
 	f->nr_moved = 0;
 	f->overflow = false;
-	f->added = f->dropped = f->failed_runs = 0;
+	f->added = 0;
+	f->dropped = 0;
+	f->failed_runs = 0;
 	f->moved = kvmalloc_array(f->end - f->base, sizeof(*f->moved), GFP_KERNEL);
 	if (!f->moved)
 		return -ENOMEM;
@@ -273,7 +276,8 @@ static void gcma_bench_drop_moved(void)
 		}
 		if (i)
 			gcma_bench_drop(first, last);
-		first = last = idx;
+		first = idx;
+		last = idx;
 	}
 	if (n)
 		gcma_bench_drop(first, last);
