@@ -177,6 +177,11 @@ void rust_helper_rsmm_mmap_read_lock(struct mm_struct *mm)
 	mmap_read_lock(mm);
 }
 
+int rust_helper_rsmm_mmap_read_lock_killable(struct mm_struct *mm)
+{
+	return mmap_read_lock_killable(mm);
+}
+
 void rust_helper_rsmm_mmap_read_unlock(struct mm_struct *mm)
 {
 	mmap_read_unlock(mm);

@@ -180,6 +180,20 @@ grep -a '^VMA-BENCH' "$logs/vma/bonsai_vma_bench.log" | sed -E 's/^VMA-BENCH ?/ 
 echo "  goals (issue 27): page faults with the index >= 1.0x the maple tree in every cell, >= 1.1x"
 echo "  with mapping churn; mmap, munmap and mprotect with the index >= 0.9x."
 
+# RCXVM (issue 28): mprotect() of whole VMAs under the mmap read lock,
+# 1, 2 and 4 threads toggling their own VMAs, without and with faulting
+# threads, the fast path off and on alternately in the same boot.
+# RSMM_DEMO_RCXVM_ROUNDS=N (default 5) and RSMM_DEMO_RCXVM_MS=N (length
+# of one measurement, default 500) shorten it.
+python3 "$repo/tools/scenarios/run.py" --kernel "$kernel" --scenario rcxvm_bench \
+	--append "$quiet" --append "rcxvm_bench.rounds=${RSMM_DEMO_RCXVM_ROUNDS:-5}" \
+	--append "rcxvm_bench.ms=${RSMM_DEMO_RCXVM_MS:-500}" --log-dir "$logs/rcxvm" || rc=$?
+echo
+echo "RCXVM, mprotect() of whole VMAs under the mmap read lock (rcxvm_bench):"
+grep -a '^RCXVM-BENCH' "$logs/rcxvm/rcxvm_bench.log" | sed -E 's/^RCXVM-BENCH ?/  /' || true
+echo "  goals (issue 28): rcxvm/stock >= 1.5x with 2 threads, >= 1.8x with 4, >= 0.95x with 1;"
+echo "  4 vCPUs on the host's cores under TCG cap what parallel calls can gain."
+
 # The area map's search against first-fit bitmap scans: a host benchmark
 # (tools/host/crates/gcma-core), the allocator's own work without the
 # kernel around it, so that its figures are free of QEMU's noise.

@@ -655,3 +655,23 @@ bonsai_vma_set() {
 	fi
 	expect_eq "$(cat "$BONSAI_VMA_SYS/$1")" "$2"
 }
+
+# RCXVM (mm/rcx_rs/rcxvm.c): the fast-path switch and the counters.
+RCXVM_SYS=/sys/kernel/mm/rcxvm
+RCXVM_DBG=/sys/kernel/debug/rcxvm
+
+# rcxvm_counters: every RCXVM counter as "name=value" on one line, read
+# by one process (see bonsai_vma_counters).
+rcxvm_counters() {
+	(cd "$RCXVM_DBG" &&
+		awk 'FNR == 1 { printf "%s=%s ", FILENAME, $1 } END { print "" }' *)
+}
+
+# rcxvm_set VALUE: the fast path on (1) or off (0), read back.
+rcxvm_set() {
+	if ! echo "$1" >"$RCXVM_SYS/enabled"; then
+		echo "cannot write $1 to $RCXVM_SYS/enabled"
+		return 1
+	fi
+	expect_eq "$(cat "$RCXVM_SYS/enabled")" "$1"
+}

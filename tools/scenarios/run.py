@@ -64,6 +64,13 @@ SELFTESTS_MM = {
     "uffd-stress": "uffd-stress.c",
     "uffd-unit-tests-4m": "uffd-unit-tests.c",
     "virtual_address_range_short": SELFTESTS / "virtual_address_range_short.c",
+    # RCXVM's list (issue 28) beyond those, in the same scenario.
+    "gup_longterm": "gup_longterm.c",
+    "gup_test": "gup_test.c",
+    "madv_populate": "madv_populate.c",
+    "mdwe_test": "mdwe_test.c",
+    "mkdirty": "mkdirty.c",
+    "protection_keys": "protection_keys.c",
 }
 SELFTESTS_MM_HELPERS = ["vm_util.c", "thp_settings.c"]
 # Helpers some tests link besides those (mm/Makefile's rules).
@@ -92,7 +99,8 @@ SELFTEST_BINARY = "selftests-mm"
 # including kselftest.h, so it does not compile as shipped: include it.
 # Its main() ends in exit() (restore_settings()) without a return, which
 # only main() may do: renamed, it warns.
-SELFTEST_EXTRA = {"khugepaged": ["-include", "../kselftest.h", "-Wno-return-type"]}
+SELFTEST_EXTRA = {"khugepaged": ["-include", "../kselftest.h", "-Wno-return-type"],
+                  "protection_keys": ["-mxsave"]}
 SELFTEST_LIBS = ["-lrt", "-lpthread", "-lm"]
 # What `make headers_install` reads: the uapi headers and the scripts
 # that generate or clean them (the x86 syscall numbers among them).

@@ -4,20 +4,22 @@
 //! read lock, the VMA held for writing and its neighbours checked in one
 //! RCX update (`Documentation/mm/rcx.rst`, "RCXVM").
 //!
-//! Phase 1 holds the pieces the fast path stands on:
-//!
 //! - `decide`: the pure decision, shared with the host tier, which tests
 //!   it against a model of mainline's merges;
+//! - `fast`: the fast path `do_mprotect_pkey()` calls behind the
+//!   fast-path key (`include/linux/rcxvm.h`), with the RCX commit;
 //! - the decision's flags are `kernel::mm::virt::VmFlags`, whose
 //!   predicates it uses;
 //! - the exclusive hold is `kernel::mm::virt::VmaWriteHold`, made from the
 //!   mmap read guard.
 //!
-//! `mprotect()`, the fault path and GUP do not call any of it yet.
+//! The static keys, the counters and the calls into mainline that need C
+//! (the mmu_gather, the LSM hook) are in `mm/rcx_rs/rcxvm.c`.
 
 use kernel::mm::virt::VmFlags;
 
 pub(crate) mod decide;
+pub(crate) mod fast;
 
 #[cfg(CONFIG_RCX_KUNIT_TEST)]
 mod tests;

@@ -4,8 +4,10 @@
 //! write hold against the readers it must exclude.
 
 use super::decide::{decide, Decision, Neighbour, Reason, Request, Target};
+use super::fast;
 use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::{
+    bindings,
     delay::MaySleep,
     kunit::suite::spawn_workers,
     kunit_expect, kunit_expect_eq,
@@ -266,7 +268,106 @@ fn reason_counters() -> Result {
     Ok(())
 }
 
+/// The C counters (`rcxvm.c`) carry the reasons' names at the reasons'
+/// indexes.
+fn reason_counters_match_c() -> Result {
+    for r in Reason::ALL {
+        // SAFETY: FFI call without preconditions.
+        let name = unsafe { bindings::rcxvm_event_name(r as usize as u32) };
+        kunit_expect!(!name.is_null());
+        if name.is_null() {
+            continue;
+        }
+        // SAFETY: a non-NULL name is a static NUL-terminated string.
+        let name = unsafe { CStr::from_char_ptr(name) };
+        kunit_expect_eq!(name.as_bytes(), r.name().as_bytes());
+    }
+    Ok(())
+}
+
+/// Reads counter `ev`.
+fn read(ev: fast::Event) -> u64 {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rcxvm_read(ev) as u64 }
+}
+
+/// `mprotect()` through the fast path on a test address space.
+fn mprotect(mm: &MmWithUser, start: usize, end: usize, prot: u32) -> i32 {
+    // SAFETY: `mm` holds a user reference for the call, and this task
+    // holds no mmap or VMA lock.
+    unsafe { fast::rcxvm_mprotect_fast(mm.as_raw(), start, end, prot as usize, false, -1) }
+}
+
+/// The wired fast path on a test address space (one private anonymous
+/// VMA made read-write, as `MmWithUser::new_for_test()` makes it): a call
+/// over the whole VMA changes its flags and page protection under the
+/// mmap read lock and counts a hit; a repeated one changes nothing; the
+/// calls it must leave to mainline come back as `FALLBACK`, each counted
+/// under its reason, and leave the VMA as it was.  (A busy VMA needs a
+/// second task: the `rcxvm_race` scenario counts those.)
+fn fast_path_on_test_mm() -> Result {
+    const START: usize = 0x4000_0000;
+    const END: usize = 0x4040_0000;
+    // PROT_READ and PROT_WRITE (include/uapi/asm-generic/mman-common.h).
+    let (r, w) = (0x1, 0x2);
+    let mm = MmWithUser::new_for_test(START..END, false)?;
+    let flags = |mm: &MmWithUser| -> Result<(VmFlags, u64)> {
+        let guard = mm.mmap_read_lock();
+        let vma = guard.vma_lookup(START).ok_or(ENOENT)?;
+        Ok((vma.flags(), vma.page_prot()))
+    };
+    let (rw_flags, rw_prot) = flags(&mm)?;
+    kunit_expect!(rw_flags.contains(VmFlags::WRITE));
+
+    let ev = |r: Reason| r as usize as fast::Event;
+    let fast0 = read(bindings::rcxvm_event_RCXVM_EV_FAST);
+    let avoided0 = read(bindings::rcxvm_event_RCXVM_EV_WRITE_LOCKS_AVOIDED);
+    kunit_expect_eq!(mprotect(&mm, START, END, r), 0);
+    let (ro_flags, ro_prot) = flags(&mm)?;
+    kunit_expect_eq!(ro_flags, rw_flags.without(VmFlags::WRITE));
+    // A private mapping's protection is copy-on-write whether writable or
+    // not (x86: `PAGE_COPY` is `PAGE_READONLY`); PROT_NONE changes it.
+    kunit_expect_eq!(ro_prot, rw_prot);
+    kunit_expect_eq!(read(bindings::rcxvm_event_RCXVM_EV_FAST), fast0 + 1);
+
+    // Unchanged: answered under the read lock too.
+    let same0 = read(bindings::rcxvm_event_RCXVM_EV_UNCHANGED);
+    kunit_expect_eq!(mprotect(&mm, START, END, r), 0);
+    kunit_expect_eq!(read(bindings::rcxvm_event_RCXVM_EV_UNCHANGED), same0 + 1);
+    kunit_expect_eq!(
+        read(bindings::rcxvm_event_RCXVM_EV_WRITE_LOCKS_AVOIDED),
+        avoided0 + 2
+    );
+
+    // Mainline's: a split, several VMAs (a hole), no VMA, and making the
+    // never-charged VMA writable (VM_ACCOUNT would change).
+    for (start, end, prot, reason) in [
+        (START, END - PAGE_SIZE, r, Reason::Partial),
+        (START, END + PAGE_SIZE, r, Reason::Several),
+        (END, END + PAGE_SIZE, r, Reason::NoVma),
+        (START, END, r | w, Reason::Accounting),
+    ] {
+        let before = read(ev(reason));
+        kunit_expect_eq!(mprotect(&mm, start, end, prot), fast::FALLBACK);
+        kunit_expect_eq!(read(ev(reason)), before + 1);
+        kunit_expect_eq!(flags(&mm)?.0, ro_flags);
+    }
+
+    kunit_expect_eq!(mprotect(&mm, START, END, 0), 0);
+    let (none_flags, none_prot) = flags(&mm)?;
+    kunit_expect_eq!(none_flags, ro_flags.without(VmFlags::READ));
+    kunit_expect!(none_prot != ro_prot);
+    kunit_expect_eq!(read(bindings::rcxvm_event_RCXVM_EV_FAST), fast0 + 2);
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "rcxvm",
-    cases: [decide_on_kernel_flags, reason_counters, write_hold_excludes_readers],
+    cases: [
+        decide_on_kernel_flags,
+        reason_counters,
+        reason_counters_match_c,
+        fast_path_on_test_mm,
+        write_hold_excludes_readers,
+    ],
 }

@@ -144,6 +144,35 @@ impl MmWithUser {
         NonNull::new(mm).map(|p| unsafe { ARef::from_raw(p.cast::<MmWithUser>()) })
     }
 
+    /// Returns the address space at `ptr`, borrowed for `'a` without a
+    /// reference of its own: for C callers that hold a user reference for
+    /// the whole call (`current->mm` in a system call).
+    ///
+    /// # Safety
+    ///
+    /// `ptr` points to a live `struct mm_struct` whose `mm_users` stays
+    /// non-zero for all of `'a`.
+    pub unsafe fn from_raw<'a>(ptr: *mut bindings::mm_struct) -> &'a MmWithUser {
+        // SAFETY: `MmWithUser` is a transparent wrapper of the C struct,
+        // and the caller guarantees the type invariant for `'a`.
+        unsafe { &*ptr.cast::<MmWithUser>() }
+    }
+
+    /// Takes the mmap lock of the address space for reading, unless a fatal
+    /// signal arrives while waiting for it (`EINTR`); it is released when
+    /// the guard is dropped.  May sleep.
+    pub fn mmap_read_lock_killable(&self) -> Result<MmapReadGuard<'_>> {
+        // SAFETY: the mm is live (type invariant).
+        if unsafe { bindings::rsmm_mmap_read_lock_killable(self.as_raw()) } != 0 {
+            return Err(EINTR);
+        }
+        // INVARIANT: the lock was just taken, and the guard releases it.
+        Ok(MmapReadGuard {
+            mm: self,
+            _not_send: PhantomData,
+        })
+    }
+
     /// Takes the mmap lock of the address space for reading; it is released
     /// when the guard is dropped.  May sleep.
     pub fn mmap_read_lock(&self) -> MmapReadGuard<'_> {

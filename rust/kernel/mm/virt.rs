@@ -268,6 +268,16 @@ impl VmaRef {
         } as u64)
     }
 
+    /// Whether the area has an `anon_vma` (it was written to, or inherited
+    /// one).  A fault may give it one at any time under the mmap read lock
+    /// or the VMA read lock, never take it away: read once.
+    pub fn has_anon_vma(&self) -> bool {
+        // SAFETY: the VMA is live (type invariant); read once, as
+        // `READ_ONCE()` would.
+        !unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*self.as_raw()).anon_vma)) }
+            .is_null()
+    }
+
     /// The page protection of the area (`vm_page_prot`), as raw bits.
     pub fn page_prot(&self) -> u64 {
         // SAFETY: the VMA is live (type invariant).  Read once, as

@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * RCXVM: mprotect() of one whole private anonymous VMA under the mmap
+ * read lock (Documentation/mm/rcx.rst, "RCXVM").
+ *
+ * The hooks mm/mprotect.c, mm/memory.c and mm/gup.c call.  Each is an
+ * inline test of a static key around a call, and nothing at all without
+ * CONFIG_RCXVM.  The fast path is Rust (mm/rcx_rs/vm/fast.rs); the keys,
+ * counters and switches are C (mm/rcx_rs/rcxvm.c).
+ *
+ * Only the files that call the hooks include this header.
+ */
+#ifndef _LINUX_RCXVM_H
+#define _LINUX_RCXVM_H
+
+#include <linux/jump_label.h>
+#include <linux/mm.h>
+
+/* rcxvm_mprotect() could not decide the call: take mainline's path. */
+#define RCXVM_FALLBACK	1
+
+#ifdef CONFIG_RCXVM
+
+/* mprotect() tries the fast path (sysfs, rcxvm= on the command line). */
+DECLARE_STATIC_KEY_FALSE(rcxvm_fast_key);
+/*
+ * Readers under the mmap read lock are excluded from VMAs the fast path
+ * may change: on from boot unless rcxvm=never, and never turned off.
+ */
+DECLARE_STATIC_KEY_FALSE(rcxvm_exclusion_key);
+
+/* Rust, mm/rcx_rs/vm/fast.rs */
+int rcxvm_mprotect_fast(struct mm_struct *mm, unsigned long start,
+			unsigned long end, unsigned long prot, bool grows,
+			int pkey);
+
+/*
+ * mprotect(start, end - start, prot) of do_mprotect_pkey(), after its
+ * argument checks: 0 or an error as mainline's path would return, or
+ * RCXVM_FALLBACK.
+ */
+static inline int rcxvm_mprotect(unsigned long start, unsigned long end,
+				 unsigned long prot, int grows, int pkey)
+{
+	if (!static_branch_unlikely(&rcxvm_fast_key))
+		return RCXVM_FALLBACK;
+	return rcxvm_mprotect_fast(current->mm, start, end, prot, grows, pkey);
+}
+
+/*
+ * A VMA whose access bits the fast path may change.  Only bits that
+ * change under the mmap write lock and the VMA's write lock are tested,
+ * so a fault that holds the VMA's read lock sees the same answer at its
+ * end as at its start.  A superset of the fast path's kinds, but for
+ * userfaultfd: handle_userfault() drops the mmap lock and waits for the
+ * monitor, which may munmap() the VMA, and munmap() waits for every
+ * reader of the VMA's lock.
+ */
+static inline bool rcxvm_vma_kind(struct vm_area_struct *vma)
+{
+	return vma_is_anonymous(vma) &&
+	       !(vma->vm_flags & (VM_SHARED | VM_MAYSHARE | VM_HUGETLB |
+				  VM_SPECIAL | VM_UFFD_MISSING | VM_UFFD_WP |
+				  VM_UFFD_MINOR));
+}
+
+/*
+ * handle_mm_fault() called under the mmap lock (not the VMA lock): hold
+ * the VMA's read lock for the fault, as uffd_lock_vma() does, so that
+ * the fast path cannot change vm_flags and vm_page_prot while the fault
+ * reads them.  Returns whether it took the lock, for rcxvm_fault_unlock().
+ */
+static inline bool rcxvm_fault_lock(struct vm_area_struct *vma,
+				    unsigned int flags)
+{
+	if (!static_branch_unlikely(&rcxvm_exclusion_key) ||
+	    (flags & FAULT_FLAG_VMA_LOCK) || !rcxvm_vma_kind(vma))
+		return false;
+	down_read(&vma->vm_lock->lock);
+	return true;
+}
+
+/*
+ * The fault may have dropped the mmap lock; the VMA is still there, since
+ * detaching it takes its write lock, which waits for this read lock.
+ */
+static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held)
+{
+	if (held)
+		up_read(&vma->vm_lock->lock);
+}
+
+/*
+ * __get_user_pages() after a fault that kept the mmap lock: whether to
+ * look the VMA up and check its flags again before following the page,
+ * since the fast path may have changed them (a FOLL_WRITE on a VMA made
+ * read-only would otherwise fault forever).
+ */
+static inline bool rcxvm_gup_forget_vma(struct vm_area_struct **vma)
+{
+	if (!static_branch_unlikely(&rcxvm_exclusion_key))
+		return false;
+	*vma = NULL;
+	return true;
+}
+
+#else /* !CONFIG_RCXVM */
+
+static inline int rcxvm_mprotect(unsigned long start, unsigned long end,
+				 unsigned long prot, int grows, int pkey)
+{
+	return RCXVM_FALLBACK;
+}
+
+static inline bool rcxvm_fault_lock(struct vm_area_struct *vma,
+				    unsigned int flags)
+{
+	return false;
+}
+
+static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held)
+{
+}
+
+static inline bool rcxvm_gup_forget_vma(struct vm_area_struct **vma)
+{
+	return false;
+}
+
+#endif /* CONFIG_RCXVM */
+
+#endif /* _LINUX_RCXVM_H */

@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rcxvm_bench: mprotect-parallel.  T threads each toggle their own VMA
+ * between PROT_READ|PROT_WRITE and PROT_READ and touch it (a write after
+ * making it writable, a read after making it read-only), optionally with
+ * F more threads faulting pages of their own in and out (MADV_DONTNEED)
+ * beside them.  Every cell runs with RCXVM's fast path off (stock:
+ * every mprotect() takes the mmap lock for writing) and on, switched
+ * through /sys/kernel/mm/rcxvm/enabled in the same boot, alternately
+ * (the order flips every round), for several rounds.
+ *
+ * Prints per cell the median mprotect() calls per second of each setting
+ * with the spread of the rounds ((max - min) / median), the ratio of the
+ * medians, and the mmap-lock write acquisitions per mprotect() of each
+ * setting: calls minus those the fast path answered
+ * (/sys/kernel/debug/rcxvm/write_locks_avoided), divided by the calls, a
+ * figure that does not depend on timing.
+ *
+ *   rcxvm_bench [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2]
+ *
+ * Output lines start with RCXVM-BENCH (the table) and RCXVM-RUN (each
+ * measurement).  Exits 1 if a touch sees a wrong byte or the switch
+ * cannot be written, 2 on a usage error.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE	4096UL
+#define VPAGES	4
+#define MAXT	8
+#define MAXR	15
+
+static atomic_int go, stop, ready;
+static int ms = 500, rounds = 5;
+
+struct worker {
+	pthread_t th;
+	unsigned char *mem;
+	unsigned long ops;
+	int fault;
+	int bad;
+};
+
+static unsigned char *map_isolated(size_t pages)
+{
+	unsigned char *p = mmap(NULL, (pages + 2) * PAGE, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	munmap(p, PAGE);
+	munmap(p + (pages + 1) * PAGE, PAGE);
+	memset(p + PAGE, 1, pages * PAGE);
+	return p + PAGE;
+}
+
+static void *work(void *arg)
+{
+	struct worker *w = arg;
+	unsigned long n = 0;
+	unsigned char v = 1;
+
+	atomic_fetch_add(&ready, 1);
+	while (!atomic_load(&go))
+		;
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		if (w->fault) {
+			madvise(w->mem, VPAGES * PAGE, MADV_DONTNEED);
+			for (size_t i = 0; i < VPAGES * PAGE; i += PAGE)
+				w->mem[i] = 1;
+			n++;
+			continue;
+		}
+		mprotect(w->mem, VPAGES * PAGE, PROT_READ | PROT_WRITE);
+		w->mem[(n % VPAGES) * PAGE] = v;
+		mprotect(w->mem, VPAGES * PAGE, PROT_READ);
+		if (w->mem[(n % VPAGES) * PAGE] != v)
+			w->bad = 1;
+		n += 2;
+	}
+	w->ops = n;
+	return NULL;
+}
+
+static unsigned long counter(const char *name)
+{
+	char path[128];
+	unsigned long v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/kernel/debug/rcxvm/%s", name);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+static int set_fast(int on)
+{
+	FILE *f = fopen("/sys/kernel/mm/rcxvm/enabled", "w");
+
+	if (!f)
+		return on ? -1 : 0;
+	fprintf(f, "%d\n", on);
+	return fclose(f) ? -1 : 0;
+}
+
+/* One measurement: calls per second and write acquisitions per call. */
+static int run(int t, int f, double *rate, double *wl)
+{
+	struct worker w[2 * MAXT] = { 0 };
+	unsigned long avoided0 = counter("write_locks_avoided"), calls = 0;
+	struct timespec a, b;
+	double s;
+	int bad = 0;
+
+	for (int i = 0; i < t + f; i++) {
+		w[i].mem = map_isolated(VPAGES);
+		w[i].fault = i >= t;
+		pthread_create(&w[i].th, NULL, work, &w[i]);
+	}
+	atomic_store(&stop, 0);
+	while (atomic_load(&ready) < t + f)
+		usleep(1000);
+	atomic_store(&ready, 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	atomic_store(&go, 1);
+	usleep(ms * 1000);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < t + f; i++) {
+		pthread_join(w[i].th, NULL);
+		if (i < t)
+			calls += w[i].ops;
+		bad |= w[i].bad;
+		munmap(w[i].mem, VPAGES * PAGE);
+	}
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	atomic_store(&go, 0);
+	s = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+	*rate = calls / s;
+	*wl = calls ? (double)(calls - (counter("write_locks_avoided") - avoided0)) / calls : 0;
+	return bad;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void parse_list(const char *s, int *v, int *n)
+{
+	char *dup = strdup(s), *tok, *save;
+
+	*n = 0;
+	for (tok = strtok_r(dup, ",", &save); tok && *n < 4; tok = strtok_r(NULL, ",", &save))
+		v[(*n)++] = atoi(tok);
+	free(dup);
+}
+
+int main(int argc, char **argv)
+{
+	int tv[4] = { 1, 2, 4 }, fv[4] = { 0, 2 }, nt = 3, nf = 2, opt;
+	int have_switch = access("/sys/kernel/mm/rcxvm/enabled", W_OK) == 0;
+
+	while ((opt = getopt(argc, argv, "r:d:T:F:")) != -1) {
+		switch (opt) {
+		case 'r': rounds = atoi(optarg); break;
+		case 'd': ms = atoi(optarg); break;
+		case 'T': parse_list(optarg, tv, &nt); break;
+		case 'F': parse_list(optarg, fv, &nf); break;
+		default:
+			fprintf(stderr, "usage: %s [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (rounds < 1 || rounds > MAXR || ms < 10)
+		return 2;
+	for (int i = 0; i < nt; i++)
+		if (tv[i] < 1 || tv[i] > MAXT)
+			return 2;
+	if (!have_switch)
+		printf("RCXVM-BENCH no /sys/kernel/mm/rcxvm/enabled: both columns are the stock path\n");
+	printf("RCXVM-BENCH mprotect-parallel: mprotect() calls/s (median of %d rounds of %d ms, spread), fast path off (stock) and on, same boot\n",
+	       rounds, ms);
+	printf("RCXVM-BENCH %-7s %-8s %16s %16s %7s %16s\n", "threads", "faulters",
+	       "stock", "rcxvm", "ratio", "wlocks/mprotect");
+	for (int i = 0; i < nt; i++)
+		for (int j = 0; j < nf; j++) {
+			double r[2][MAXR], wl[2][MAXR], med[2], spread[2], wlm[2];
+
+			for (int k = 0; k < rounds; k++)
+				for (int o = 0; o < 2; o++) {
+					int on = (o + k) % 2;
+
+					if (have_switch && set_fast(on)) {
+						printf("RCXVM-BENCH cannot switch the fast path\n");
+						return 1;
+					}
+					if (run(tv[i], fv[j], &r[on][k], &wl[on][k])) {
+						printf("RCXVM-BENCH wrong byte read back\n");
+						return 1;
+					}
+					printf("RCXVM-RUN threads=%d faulters=%d fast=%d round=%d calls_per_s=%.0f wlocks_per_call=%.3f\n",
+					       tv[i], fv[j], on, k, r[on][k], wl[on][k]);
+				}
+			for (int on = 0; on < 2; on++) {
+				qsort(r[on], rounds, sizeof(double), cmp);
+				qsort(wl[on], rounds, sizeof(double), cmp);
+				med[on] = r[on][rounds / 2];
+				spread[on] = med[on] ? 100 * (r[on][rounds - 1] - r[on][0]) / med[on] : 0;
+				wlm[on] = wl[on][rounds / 2];
+			}
+			printf("RCXVM-BENCH %-7d %-8d %9.0f +-%3.0f%% %9.0f +-%3.0f%% %6.2fx %7.2f / %5.2f\n",
+			       tv[i], fv[j], med[0], spread[0], med[1], spread[1],
+			       med[0] ? med[1] / med[0] : 0, wlm[0], wlm[1]);
+			fflush(stdout);
+		}
+	set_fast(1);
+	return 0;
+}
