@@ -363,6 +363,7 @@ static void gcma_cma_dma_coherent(struct kunit *test)
 	struct gcma_cma_ctx *ctx = test->priv;
 	const size_t size = 64 * PAGE_SIZE;
 	struct device *dev;
+	struct page *page;
 	dma_addr_t handle;
 	u64 used;
 	void *buf;
@@ -382,8 +383,8 @@ static void gcma_cma_dma_coherent(struct kunit *test)
 	 * Not virt_to_page(buf): a device that is not cache-coherent (arm64's
 	 * default) gets an uncached vmalloc mapping of the pages.
 	 */
-	KUNIT_EXPECT_TRUE(test, gcma_cma_in_area(ctx, pfn_to_page(PHYS_PFN(dma_to_phys(dev, handle))),
-						 64));
+	page = pfn_to_page(PHYS_PFN(dma_to_phys(dev, handle)));
+	KUNIT_EXPECT_TRUE(test, gcma_cma_in_area(ctx, page, 64));
 	KUNIT_EXPECT_EQ(test, gcma_cma_used(ctx), used + 64);
 	/* dma_alloc_coherent() returns zeroed memory. */
 	KUNIT_EXPECT_NULL(test, memchr_inv(buf, 0, size));

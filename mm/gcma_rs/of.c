@@ -163,6 +163,7 @@ static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 	rmem->priv = area;
 	return 0;
 }
+
 RESERVEDMEM_OF_DECLARE(gcma, "shared-dma-pool", gcma_rmem_setup);
 
 /*

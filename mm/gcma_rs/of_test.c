@@ -63,6 +63,7 @@ static struct platform_driver gcma_of_test_driver = {
 		.suppress_bind_attrs = true,
 	},
 };
+
 builtin_platform_driver(gcma_of_test_driver);
 
 /* The GCMA area the node of @dev names in "memory-region", or NULL. */
@@ -381,4 +382,5 @@ static struct kunit_suite gcma_of_test_suite = {
 	.init = gcma_of_test_init,
 	.test_cases = gcma_of_test_cases,
 };
+
 kunit_test_suite(gcma_of_test_suite);
