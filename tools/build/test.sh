@@ -24,7 +24,7 @@ tier() {
 	local rc=${PIPESTATUS[0]}
 	end=$(date +%s)
 	line=$(grep -E "^($name: )?[0-9]+ passed, [0-9]+ failed" "$log" | tail -n 1)
-	p=$(echo "$line" | sed -nE 's/^([a-z]+: )?([0-9]+) passed.*/\2/p')
+	p=$(echo "$line" | sed -nE 's/^([a-z0-9]+: )?([0-9]+) passed.*/\2/p')
 	f=$(echo "$line" | sed -nE 's/.* ([0-9]+) failed.*/\1/p')
 	p=${p:-0}
 	f=${f:-0}
@@ -124,7 +124,8 @@ else
 fi
 arm64_build_rc=0
 wait "$arm64_build_pid" || arm64_build_rc=$?
-arm64_build_secs=$(($(date +%s) - build_start))
+# Its own time, which run.sh prints ("arm64: build N s"), not the wait.
+arm64_build_secs=$(sed -nE 's/^arm64: build ([0-9]+) s$/\1/p' "$RSMM_BUILD/test-arm64-build.log")
 cat "$RSMM_BUILD/test-arm64-build.log"
 if [ "$arm64_build_rc" -eq 0 ]; then
 	tier arm64 tools/arm64/run.sh --no-build
@@ -138,7 +139,7 @@ cat "$RSMM_BUILD/test-host.out"
 echo
 echo "=== summary"
 printf '%-10s %28ds\n' build "$build_secs"
-printf '%-10s %28ds\n' "arm64 bld" "$arm64_build_secs"
+printf '%-10s %28ss\n' "arm64 bld" "${arm64_build_secs:-?}"
 for name in host kunit scenarios arm64; do
 	summary_line "$name"
 done
