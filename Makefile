@@ -8,7 +8,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-TARGETS := help setup prepare kunit host-test scenarios test demo perf-kernel \
+TARGETS := help setup prepare kunit host-test scenarios arm64 test demo perf-kernel \
 	   patches checkpatch check rustfmt clippy compile-fail rust-analyzer clean distclean
 
 .PHONY: $(TARGETS)
@@ -21,6 +21,7 @@ help:
 	@echo "  make kunit       KUnit tier only (FILTER='gcma*' to select suites)"
 	@echo "  make host-test   host tier only (cargo test in tools/host)"
 	@echo "  make scenarios   scenario tier only, on the KUnit kernel (SCENARIO=name, SCENARIO_JOBS=n)"
+	@echo "  make arm64       arm64 tier only: lean arm64 kernel, virt machine with GCMA device-tree areas"
 	@echo "  make prepare     extract/resync the kernel tree in build/linux"
 	@echo "  make patches     export the work as a git-am-able series in out/series"
 	@echo "  make check       rustfmtcheck, CLIPPY=1 build, compile-fail snippets, checkpatch on the series"
@@ -37,13 +38,19 @@ prepare: setup
 kunit: setup
 	@tools/kunit/run.sh $(FILTER)
 
-host-test: setup
+host-arm64: setup
+	@tools/arm64/run.sh
+
+test: setup
 	@tools/build/host-test.sh
 
 scenarios: setup
 	@tools/scenarios/run.py --kernel build/kunit/arch/x86/boot/bzImage \
 		--scenario $(or $(SCENARIO),all) --jobs $(or $(SCENARIO_JOBS),auto) \
 		--log-dir build/scenario-logs
+
+arm64: setup
+	@tools/arm64/run.sh
 
 test: setup
 	@tools/build/test.sh

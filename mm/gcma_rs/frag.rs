@@ -66,8 +66,8 @@ use kernel::{
 };
 
 /// The order the metrics single out: a PMD-sized huge page, and a
-/// pageblock, on x86-64.
-pub(crate) const THP_ORDER: u32 = 9;
+/// pageblock with 4 KiB pages (order 9).
+pub(crate) const THP_ORDER: u32 = kernel::mm::PMD_ORDER;
 
 /// Returns the unusable free space index at `order`, in thousandths: the
 /// share of the free pages that sit in blocks smaller than `order`; 1000

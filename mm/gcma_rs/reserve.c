@@ -39,6 +39,7 @@
 #ifdef CONFIG_CMA
 #include "../cma.h"
 #endif
+#include "reserve.h"
 
 struct gcma_request {
 	phys_addr_t size;
@@ -193,13 +194,16 @@ static phys_addr_t __init gcma_align(phys_addr_t size)
 	return size >= PMD_SIZE ? PMD_SIZE : PAGE_SIZE;
 }
 
-/* "gcma.dma_cma=1": the first area replaces the default DMA CMA area. */
-static void __init gcma_set_dma_default(void)
+/*
+ * "gcma.dma_cma=1": the first command-line area, @first, replaces the
+ * default DMA CMA area.
+ */
+static void __init gcma_set_dma_default(struct gcma_area *first)
 {
 #ifdef CONFIG_DMA_CMA
-	if (gcma_nr_areas && gcma_areas[0].cma) {
-		dma_contiguous_default_area = gcma_areas[0].cma;
-		pr_info("%s is the default DMA CMA area\n", gcma_areas[0].name);
+	if (first && first->cma) {
+		dma_contiguous_default_area = first->cma;
+		pr_info("%s is the default DMA CMA area\n", first->name);
 		return;
 	}
 #endif
@@ -208,13 +212,60 @@ static void __init gcma_set_dma_default(void)
 
 static bool gcma_reserve_called __initdata;
 
+/**
+ * gcma_add_area() - put reserved memory in the table of areas
+ * @name: the area's name, unique, shorter than GCMA_AREA_NAME_LEN
+ * @base: physical address, reserved in memblock by the caller
+ * @size: size in bytes
+ * @thp: an area that serves transparent huge pages only
+ *
+ * Registers a device area (not @thp) with CMA under the same name.  Called
+ * for "gcma=" requests by gcma_reserve() and for device-tree nodes by of.c,
+ * before the areas go in service at subsys_initcall time.
+ *
+ * Return: the area, ERR_PTR(-EEXIST) if @name is taken, ERR_PTR(-ENOSPC)
+ * if the table is full.  On error the caller still owns the memory.
+ */
+struct gcma_area * __init gcma_add_area(const char *name, phys_addr_t base,
+					phys_addr_t size, bool thp)
+{
+	struct gcma_area *area;
+
+	if (gcma_area_by_name(name))
+		return ERR_PTR(-EEXIST);
+	if (gcma_nr_areas == GCMA_MAX_AREAS)
+		return ERR_PTR(-ENOSPC);
+	area = &gcma_areas[gcma_nr_areas++];
+	strscpy(area->name, name, sizeof(area->name));
+	area->base = base;
+	area->size = size;
+	area->thp = thp;
+	pr_info("area %s reserved: %llu MiB at %pa%s\n", area->name,
+		(unsigned long long)(size >> 20), &area->base,
+		thp ? ", for THP" : "");
+	/* THP areas keep out of CMA: devices cannot drain them. */
+	if (!thp)
+		gcma_register_cma(area);
+	return area;
+}
+
+/*
+ * Reserves the "gcma=" areas.  Called by the architecture's setup code
+ * right after dma_contiguous_reserve(); device-tree areas (of.c) were put
+ * in the table before, when the kernel scanned /reserved-memory.
+ * Command-line areas are named gcma0, gcma1, ... in command-line order,
+ * whatever the device tree holds.
+ */
 void __init gcma_reserve(void)
 {
-	unsigned int i;
+	struct gcma_area *first = NULL;
+	unsigned int i, nr_cmdline = 0;
 
 	gcma_reserve_called = true;
+	gcma_of_check();
 	for (i = 0; i < gcma_nr_requests; i++) {
 		struct gcma_request *req = &gcma_requests[i];
+		char name[GCMA_AREA_NAME_LEN];
 		struct gcma_area *area;
 		phys_addr_t base;
 
@@ -248,21 +299,20 @@ void __init gcma_reserve(void)
 				continue;
 			}
 		}
-		area = &gcma_areas[gcma_nr_areas];
-		snprintf(area->name, sizeof(area->name), "gcma%u", gcma_nr_areas);
-		area->base = base;
-		area->size = req->size;
-		area->thp = req->thp;
-		gcma_nr_areas++;
-		pr_info("area %s reserved: %llu MiB at %pa%s\n", area->name,
-			(unsigned long long)(req->size >> 20), &area->base,
-			area->thp ? ", for THP" : "");
-		/* THP areas keep out of CMA: devices cannot drain them. */
-		if (!area->thp)
-			gcma_register_cma(area);
+		snprintf(name, sizeof(name), "gcma%u", nr_cmdline);
+		area = gcma_add_area(name, base, req->size, req->thp);
+		if (IS_ERR(area)) {
+			pr_err("%s: %s; not reserved\n", name,
+			       PTR_ERR(area) == -EEXIST ? "a device-tree area has this name" :
+			       "too many areas");
+			memblock_phys_free(base, req->size);
+			continue;
+		}
+		if (!nr_cmdline++)
+			first = area;
 	}
 	if (gcma_dma_cma)
-		gcma_set_dma_default();
+		gcma_set_dma_default(first);
 }
 
 unsigned int gcma_nr_reserved_areas(void)

@@ -25,8 +25,17 @@ pub use crate::page::{PAGE_MASK, PAGE_SHIFT, PAGE_SIZE};
 /// Largest order the buddy allocator hands out (`MAX_PAGE_ORDER`).
 pub const MAX_PAGE_ORDER: u32 = crate::bindings::MAX_PAGE_ORDER;
 
-/// Order of a PMD-sized (transparent huge) page: 9 on x86-64, i.e. 2 MiB.
+/// Order of a PMD-sized (transparent huge) page: 9 with 4 KiB pages, i.e. 2 MiB.
+#[cfg(not(CONFIG_ARM64))]
 pub const PMD_ORDER: u32 = crate::bindings::PMD_SHIFT - crate::bindings::PAGE_SHIFT;
+
+/// Order of a PMD-sized (transparent huge) page: 9 with 4 KiB pages, i.e. 2 MiB.
+///
+/// arm64's `PMD_SHIFT` is a function-like macro that bindgen cannot
+/// evaluate; every level of its page tables translates `PAGE_SHIFT - 3`
+/// bits (a page of 8-byte entries), so the order is that.
+#[cfg(CONFIG_ARM64)]
+pub const PMD_ORDER: u32 = crate::bindings::PAGE_SHIFT - 3;
 
 /// Number of base pages in a block of the given order.
 ///

@@ -23,7 +23,10 @@ PKGS=(
 	make flex bison bc libelf-dev libssl-dev cpio xz-utils lz4 rsync kmod
 	python3 perl git ccache
 	qemu-system-x86 busybox-static gcc libc6-dev e2fsprogs
+	qemu-system-arm device-tree-compiler gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 )
+# The arm64 tier's busybox (static, from Debian's arm64 busybox-static).
+ARM64_BUSYBOX=/usr/local/lib/rsmm/aarch64/busybox
 BINDGEN_VERSION=0.70.1
 
 [ -r /etc/debian_version ] || die "this setup supports Debian bookworm only (no /etc/debian_version)"
@@ -70,6 +73,27 @@ if [ ${#missing[@]} -gt 0 ]; then
 		die "apt-get install failed for: ${missing[*]}"
 fi
 
+# busybox for the arm64 guests: Debian's own arm64 package, unpacked (not
+# installed: it would replace the host's busybox-static).
+if [ ! -x "$ARM64_BUSYBOX" ]; then
+	[ $check_only = 1 ] && die "$ARM64_BUSYBOX missing (run: make setup)"
+	[ "$(id -u)" = 0 ] || die "$ARM64_BUSYBOX missing; run tools/build/setup.sh as root"
+	say "unpacking busybox-static:arm64 to $ARM64_BUSYBOX"
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+		dpkg --add-architecture arm64
+		apt-get update -qq || die "apt-get update failed after adding arm64"
+	fi
+	bb_tmp=$(mktemp -d)
+	chmod 755 "$bb_tmp"
+	(cd "$bb_tmp" && apt-get download -qq busybox-static:arm64 2>/dev/null) ||
+		{ apt-get update -qq && (cd "$bb_tmp" && apt-get download -qq busybox-static:arm64); } ||
+		die "apt-get download busybox-static:arm64 failed"
+	dpkg-deb -x "$bb_tmp"/busybox-static_*_arm64.deb "$bb_tmp/x" ||
+		die "cannot unpack busybox-static:arm64"
+	install -D -m 755 "$bb_tmp/x/bin/busybox" "$ARM64_BUSYBOX"
+	rm -rf "$bb_tmp"
+fi
+
 if [ -n "$bindgen_pid" ]; then
 	rc=0
 	wait "$bindgen_pid" || rc=$?
@@ -99,6 +123,9 @@ qemu-system-x86_64 --version | grep -qE 'version [7-9]\.' || die "qemu-system-x8
 command -v lz4 >/dev/null || die "lz4 missing (the test kernel's image is LZ4-compressed); apt-get install lz4"
 [ -x /bin/busybox ] || die "/bin/busybox missing; apt-get install busybox-static"
 ls /usr/src/linux-source-6.12.tar.* >/dev/null 2>&1 || die "no /usr/src/linux-source-6.12.tar.*; apt-get install linux-source-6.12"
+qemu-system-aarch64 --version | grep -qE 'version [7-9]\.' || die "qemu-system-aarch64 7.x or newer required; apt-get install qemu-system-arm"
+command -v dtc >/dev/null || die "dtc missing (the arm64 tier's device tree); apt-get install device-tree-compiler"
+aarch64-linux-gnu-gcc --version >/dev/null 2>&1 || die "aarch64-linux-gnu-gcc missing; apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross"
 command -v cargo >/dev/null || die "cargo not found for host tests: install Rust (rustup) or apt-get install cargo"
 
 say "toolchain ok: $(/usr/bin/rustc --version), bindgen $(bindgen --version | awk '{print $2}'), $(clang-16 --version | head -1), $(qemu-system-x86_64 --version | head -1)"

@@ -9,7 +9,7 @@
 # machine off.  Installed by tools/scenarios/run.py.
 #
 # The kernel console is ttyS0; everything this script and the scenarios
-# print goes to ttyS1, which the runner reads separately, so that our
+# print goes to ttyS1 (hvc0 on arm64), which the runner reads separately, so that our
 # output never interleaves with (and never hides) kernel text.
 
 export PATH=/bin:/sbin:/usr/bin:/usr/sbin
@@ -36,11 +36,15 @@ for d in /tmp /run; do
 	mount -t tmpfs -o mode=1777 tmpfs "$d" 2>/dev/null ||
 		mount -t ramfs ramfs "$d" || msg "cannot mount $d"
 done
+# arm64's virt machine has one serial port: the protocol goes to a
+# virtio console there (run.py --arch arm64).
 if [ -c /dev/ttyS1 ] && : 2>/dev/null >/dev/ttyS1; then
 	exec >/dev/ttyS1 2>&1 </dev/null
+elif [ -c /dev/hvc0 ] && : 2>/dev/null >/dev/hvc0; then
+	exec >/dev/hvc0 2>&1 </dev/null
 else
 	# Without the protocol channel the runner sees no result: say why.
-	msg "no /dev/ttyS1 for the scenario output; the runner needs two serial ports"
+	msg "no /dev/ttyS1 or /dev/hvc0 for the scenario output; the runner needs a second console"
 fi
 mkdir -p "$SCN_RESULTS"
 hostname scenario 2>/dev/null

@@ -33,6 +33,17 @@ DEFAULT_KERNELS = [
     REPO / "build" / "kunit-base" / "arch" / "x86" / "boot" / "bzImage",
 ]
 CFLAGS = ["-static", "-O2", "-Wall", "-Werror"]
+CC = "gcc"
+# "--arch arm64" (set_arch()): the arm64 test kernel (tools/arm64/run.sh)
+# on QEMU's virt machine with a device tree, static arm64 programs and
+# busybox, and only the scenarios whose "# arch:" header names arm64.
+ARCH = "x86_64"
+ARM64_DIR = REPO / "tools" / "arm64"
+ARM64_BUSYBOX = Path("/usr/local/lib/rsmm/aarch64/busybox")
+ARM64_CC = "aarch64-linux-gnu-gcc"
+# Base of QEMU's virt machine for the device tree; the runner keeps the
+# same machine options for the dump (dumpdtb) and the boot.
+ARM64_MACHINE = ["-machine", "virt,gic-version=3", "-cpu", "max,pauth-impdef=on"]
 
 # Bump when the initramfs layout changes, to invalidate the cache.
 INITRAMFS_FORMAT = "5"
@@ -184,7 +195,7 @@ BOOT_SILENCE = 120
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
 LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
 SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group", "selftests",
-               "duration"}
+               "duration", "arch", "dtsi"}
 
 # --jobs auto: one boot per host CPU (a TCG guest of 2 vCPUs kept 1.1 of
 # this 2-core host's CPUs busy on average, its vCPUs idle at times), as
@@ -291,6 +302,12 @@ class Scenario:
                 re.compile(r)
         except (UsageError, re.error) as e:
             raise UsageError("%s: header: %s" % (self.path, e))
+
+    @property
+    def arches(self):
+        """"# arch: x86_64 arm64": where the scenario runs (x86_64 alone
+        when not given)."""
+        return (self.meta.get("arch") or "x86_64").split()
 
     @property
     def description(self):
@@ -401,9 +418,28 @@ class Cpio:
         return bytes(self.data)
 
 
+def set_arch(arch):
+    """Points the runner at another architecture's QEMU, kernel, compiler,
+    busybox and console (--arch)."""
+    global ARCH, QEMU, DEFAULT_KERNELS, BUSYBOX, CC, CACHE, BASE_APPEND
+    ARCH = arch
+    if arch == "x86_64":
+        return
+    QEMU = "qemu-system-aarch64"
+    DEFAULT_KERNELS = [REPO / "build" / "arm64" / "arch" / "arm64" / "boot" / "Image"]
+    BUSYBOX = ARM64_BUSYBOX
+    CC = ARM64_CC
+    CACHE = REPO / "build" / "scenarios-arm64"
+    # The PL011 is the console; the protocol goes to a virtio console.
+    BASE_APPEND = ["console=ttyAMA0", "earlycon"] + [
+        a for a in BASE_APPEND if not a.startswith(("console=", "earlyprintk="))]
+
+
 def busybox_applets():
     try:
-        out = subprocess.run([str(BUSYBOX), "--list"], check=True,
+        # The arm64 busybox cannot run here: the host's lists the applets
+        # (the same Debian version, setup.sh).
+        out = subprocess.run(["/bin/busybox", "--list"], check=True,
                              capture_output=True, text=True).stdout
     except (OSError, subprocess.CalledProcessError) as e:
         raise SetupError("cannot run %s --list: %s (install busybox-static)" % (BUSYBOX, e))
@@ -412,10 +448,10 @@ def busybox_applets():
 
 def gcc_version():
     try:
-        return subprocess.run(["gcc", "--version"], check=True, capture_output=True,
+        return subprocess.run([CC, "--version"], check=True, capture_output=True,
                               text=True).stdout.splitlines()[0]
     except (OSError, subprocess.CalledProcessError, IndexError) as e:
-        raise SetupError("cannot run gcc: %s" % e)
+        raise SetupError("cannot run %s: %s (tools/build/setup.sh installs it)" % (CC, e))
 
 
 def initramfs_inputs(selftests):
@@ -430,7 +466,7 @@ def initramfs_inputs(selftests):
     items.append(("splat", "\n".join(SPLAT_PATTERNS).encode() + b"\n"))
     items.append(("splat-ignore", "\n".join(SPLAT_IGNORE_PATTERNS).encode() + b"\n"))
     if not BUSYBOX.is_file():
-        raise SetupError("%s not found (apt-get install busybox-static)" % BUSYBOX)
+        raise SetupError("%s not found (tools/build/setup.sh installs it)" % BUSYBOX)
     items.append(("busybox", BUSYBOX.read_bytes()))
     items.append(("gcc", gcc_version().encode()))
     items.append(("cflags", " ".join(CFLAGS).encode()))
@@ -443,7 +479,7 @@ def compile_progs(outdir, log):
     built = []
     for src in sorted(PROGS.glob("*.c")):
         exe = outdir / src.stem
-        cmd = ["gcc"] + CFLAGS + ["-I", str(PROGS), "-o", str(exe), str(src)]
+        cmd = [CC] + CFLAGS + ["-I", str(PROGS), "-o", str(exe), str(src)]
         log("compiling %s" % src.relative_to(REPO))
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0:
@@ -716,6 +752,7 @@ def build_initramfs(force, log, ksrc=None, with_selftests=False):
         # Static nodes for kernels without CONFIG_DEVTMPFS.
         for name, major, minor, perm in [("console", 5, 1, 0o600), ("tty", 5, 0, 0o666),
                                          ("ttyS0", 4, 64, 0o660), ("ttyS1", 4, 65, 0o660),
+                                         ("ttyAMA0", 204, 64, 0o660),
                                          ("null", 1, 3, 0o666),
                                          ("zero", 1, 5, 0o666), ("random", 1, 8, 0o666),
                                          ("urandom", 1, 9, 0o666), ("kmsg", 1, 11, 0o644)]:
@@ -760,6 +797,59 @@ def smp_topology(smp, numa):
     if smp % numa == 0:
         return "%d,sockets=%d,cores=%d,threads=1" % (smp, numa, smp // numa)
     return "%d,sockets=%d,cores=1,threads=1" % (smp, smp)
+
+
+def arm64_dtb(cfg, sc, tmp):
+    """The virt machine's own device tree (dumped by QEMU with the boot's
+    machine, CPUs and memory), with the scenario's "# dtsi:" file of
+    tools/arm64/ added (dtc merges a second "/ { ... };" into the first)."""
+    dtb = Path(tmp) / "virt.dtb"
+    subprocess.run([QEMU, "-nodefaults", "-no-user-config", "-nographic"] + ARM64_MACHINE[:1]
+                   + [ARM64_MACHINE[1] + ",dumpdtb=%s" % dtb] + ARM64_MACHINE[2:]
+                   + ["-smp", str(cfg.smp), "-m", "%dM" % cfg.mem_mib],
+                   check=True, capture_output=True)
+    # Recompiled even without a "# dtsi:": the dump is padded to 1 MiB,
+    # and the kernel booted with it as it is prints nothing at all.
+    dtsi = sc.meta.get("dtsi")
+    dts = subprocess.run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dtb)], check=True,
+                         capture_output=True, text=True).stdout
+    if dtsi:
+        dts += "\n" + (ARM64_DIR / dtsi).read_text()
+    src = Path(tmp) / "board.dts"
+    src.write_text(dts)
+    out = Path(tmp) / "board.dtb"
+    r = subprocess.run(["dtc", "-q", "-I", "dts", "-O", "dtb", "-o", str(out), str(src)],
+                       capture_output=True, text=True)
+    if r.returncode:
+        raise SetupError("dtc %s: %s" % (dtsi or "virt.dts", r.stderr.strip()))
+    return out
+
+
+def qemu_command_arm64(kernel, initrd, cfg, sc, disk_paths, proto_path, dtb):
+    # The PL011 (stdio) is the kernel console; the scenario's protocol goes
+    # to a virtio console (hvc0, init.sh), written to proto_path.
+    cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot"]
+    cmd += ARM64_MACHINE + ["-smp", str(cfg.smp), "-m", "%dM" % cfg.mem_mib,
+                            "-serial", "stdio", "-monitor", "none",
+                            "-device", "virtio-serial-device",
+                            "-chardev", "file,id=scn,path=%s" % proto_path,
+                            "-device", "virtconsole,chardev=scn", "-dtb", str(dtb)]
+    # The virt machine gives the first virtio-mmio device the transport
+    # that Linux probes last: disks are added last first, so that the
+    # first disk is /dev/vda as on x86.
+    for i, path in reversed(list(enumerate(disk_paths))):
+        cmd += ["-drive", "if=none,file=%s,format=raw,id=d%d" % (path, i),
+                "-device", "virtio-blk-device,drive=d%d" % i]
+    append = BASE_APPEND + [
+        "scenario.run=%s" % sc.name,
+        "scenario.smp=%d" % cfg.smp,
+        "scenario.numa=1",
+        "scenario.mem=%d" % cfg.mem_mib,
+        "scenario.disks=%d" % len(disk_paths),
+        "scenario.tail=%d" % TAIL,
+    ] + cfg.append
+    cmd += ["-kernel", str(kernel), "-initrd", str(initrd), "-append", " ".join(append)]
+    return cmd + cfg.qemu_extra
 
 
 def qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path):
@@ -893,7 +983,13 @@ def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silen
                                stdout=subprocess.DEVNULL)
             disk_paths.append(p)
         proto_path = Path(tmp) / "scenario.out"
-        cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path)
+        if ARCH == "arm64":
+            # The virtio console's file must exist for the reader.
+            proto_path.touch()
+            cmd = qemu_command_arm64(kernel, initrd, cfg, sc, disk_paths, proto_path,
+                                     arm64_dtb(cfg, sc, tmp))
+        else:
+            cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path)
         if dry_run:
             print(" ".join(shlex_quote(a) for a in cmd))
             return None
@@ -1081,6 +1177,9 @@ def parse_args(argv):
         description="Boot a kernel in QEMU (TCG) and run end-to-end scenarios.",
         epilog="Exit status: 0 all passed, 1 a scenario failed, 2 usage error, "
                "3 setup error.")
+    ap.add_argument("--arch", choices=["x86_64", "arm64"], default="x86_64",
+                    help="guest architecture: arm64 boots QEMU's virt machine with a "
+                         "device tree and runs the scenarios whose '# arch:' names it")
     ap.add_argument("--kernel", metavar="PATH",
                     help="bzImage to boot (default: build/kunit, then build/kunit-base)")
     ap.add_argument("--scenario", "-s", metavar="NAME", action="append",
@@ -1131,7 +1230,8 @@ def select(args, available):
         # Benchmarks ("# group: bench") are long and meant for the
         # performance kernel: they run only when named.
         return [n for n, path in available.items()
-                if Scenario(path).meta.get("group") != "bench"]
+                if Scenario(path).meta.get("group") != "bench"
+                and ARCH in Scenario(path).arches]
     unknown = [n for n in names if n not in available]
     if unknown:
         raise UsageError("unknown scenario(s): %s (available: %s)"
@@ -1445,7 +1545,18 @@ def self_test():
 
 
 def check_bzimage(path):
-    """The x86 boot protocol header has "HdrS" at offset 0x202."""
+    """The x86 boot protocol header has "HdrS" at offset 0x202; an arm64
+    Image has "ARM\\x64" at offset 0x38."""
+    if ARCH == "arm64":
+        try:
+            with open(path, "rb") as f:
+                f.seek(0x38)
+                magic = f.read(4)
+        except OSError as e:
+            raise UsageError("kernel %s: %s" % (path, e))
+        if magic != b"ARM\x64":
+            raise UsageError("kernel %s is not an arm64 Image" % path)
+        return
     try:
         with open(path, "rb") as f:
             f.seek(0x202)
@@ -1474,6 +1585,7 @@ def pick_kernel(args):
 
 def main(argv):
     args = parse_args(argv)
+    set_arch(args.arch)
     if args.self_test:
         return 1 if self_test() else 0
     available = discover()

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: DMEM's page-cache client on ext2 and ext4: files evicted by reclaim come back from GCMA, and no change to a file is hidden by an old copy
+# arch: x86_64 arm64
 # duration: 150
 # append: gcma=64M
 # mem: 1G

@@ -1,5 +1,6 @@
 # shellcheck shell=dash
 # description: DMEM's swap client: a memory-limited cgroup swaps to a non-rotational disk, pages come back from GCMA, every byte verified
+# arch: x86_64 arm64
 # duration: 100
 # append: gcma=64M
 # mem: 1G

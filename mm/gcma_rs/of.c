@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GCMA areas described by the device tree.
+ *
+ * A /reserved-memory node that is a reusable "shared-dma-pool" carrying the
+ * boolean "guarantee" property is a GCMA area instead of a CMA area (the
+ * binding of Documentation/devicetree/bindings/reserved-memory/
+ * gcma-shared-dma-pool.yaml).  The node's name, without its unit address,
+ * names the area: /sys/kernel/mm/gcma/<name>, /dev/dma_heap/<name>.  The
+ * reserved-memory core places and reserves the memory ("reg", or "size"
+ * with "alignment" and "alloc-ranges") and calls gcma_rmem_setup(), which
+ * checks the node and puts the area in the table of reserve.c, registered
+ * with CMA under the same name like a "gcma=" area.  A device whose node
+ * names the area in "memory-region" and whose driver calls
+ * of_reserved_mem_device_init() gets it as its CMA area, so that its
+ * dma_alloc_coherent(), dma_alloc_pages() and every other allocation of
+ * the DMA API's contiguous path come from the area.  "linux,cma-default"
+ * makes the area the default DMA area of all devices.
+ *
+ * rmem_cma_setup() (kernel/dma/contiguous.c), which comes first in the
+ * table of reserved-memory handlers (kernel/ links before mm/), leaves
+ * "guarantee" nodes to this file.  A node refused here is refused with a
+ * message naming it; the core then gives its memory back to the page
+ * allocator and the kernel boots without the area.
+ */
+
+#define pr_fmt(fmt) "gcma: " fmt
+
+#include <linux/cma.h>
+#include <linux/device.h>
+#include <linux/dma-map-ops.h>
+#include <linux/gcma.h>
+#include <linux/libfdt.h>
+#include <linux/of_fdt.h>
+#include <linux/of_reserved_mem.h>
+#include <linux/pgtable.h>
+#include <linux/string.h>
+
+#include "reserve.h"
+
+/* The property of the binding that makes a shared-dma-pool a GCMA area. */
+#define GCMA_OF_PROP		"guarantee"
+/* Ours: the area serves transparent huge pages only (as "gcma=...:thp"). */
+#define GCMA_OF_PROP_THP	"linux,gcma-thp"
+
+/* FDT offsets of the nodes gcma_rmem_setup() has seen, taken or not. */
+static unsigned long gcma_of_seen[GCMA_MAX_AREAS * 2] __initdata;
+static unsigned int gcma_of_nr_seen __initdata;
+
+static int gcma_rmem_device_init(struct reserved_mem *rmem, struct device *dev)
+{
+	struct gcma_area *area = rmem->priv;
+
+	if (area->thp || area->refused || !area->cma) {
+		dev_err(dev, "GCMA area %s %s; memory-region not attached\n",
+			area->name, area->thp ? "serves transparent huge pages only" :
+			area->refused ? "was refused at boot" : "is not a CMA area");
+		return -EINVAL;
+	}
+	dev->cma_area = area->cma;
+	return 0;
+}
+
+static void gcma_rmem_device_release(struct reserved_mem *rmem,
+				     struct device *dev)
+{
+	dev->cma_area = NULL;
+}
+
+static const struct reserved_mem_ops gcma_rmem_ops = {
+	.device_init	= gcma_rmem_device_init,
+	.device_release	= gcma_rmem_device_release,
+};
+
+/* True if [base, base + size) overlaps an area already in the table. */
+static bool __init gcma_of_overlaps(phys_addr_t base, phys_addr_t size,
+				    const char **other)
+{
+	unsigned int i;
+
+	for (i = 0; i < gcma_nr_reserved_areas(); i++) {
+		struct gcma_area *a = gcma_reserved_area(i);
+
+		if (a && base < a->base + a->size && a->base < base + size) {
+			*other = a->name;
+			return true;
+		}
+	}
+	return false;
+}
+
+static int __init gcma_rmem_setup(struct reserved_mem *rmem)
+{
+	unsigned long node = rmem->fdt_node;
+	bool thp = of_get_flat_dt_prop(node, GCMA_OF_PROP_THP, NULL);
+	bool dflt = of_get_flat_dt_prop(node, "linux,cma-default", NULL);
+	phys_addr_t align = thp ? PMD_SIZE : CMA_MIN_ALIGNMENT_BYTES;
+	char name[GCMA_AREA_NAME_LEN];
+	struct gcma_area *area;
+	const char *other;
+	size_t len;
+
+	if (!of_get_flat_dt_prop(node, GCMA_OF_PROP, NULL))
+		return -ENOENT;
+	if (gcma_of_nr_seen < ARRAY_SIZE(gcma_of_seen))
+		gcma_of_seen[gcma_of_nr_seen++] = node;
+
+	if (!of_get_flat_dt_prop(node, "reusable", NULL) ||
+	    of_get_flat_dt_prop(node, "no-map", NULL)) {
+		pr_err("%s: a \"guarantee\" pool must be \"reusable\" and mapped (no \"no-map\"); not reserved\n",
+		       rmem->name);
+		return -EINVAL;
+	}
+	if (thp && dflt) {
+		pr_err("%s: \"%s\" and \"linux,cma-default\" together: a THP area cannot serve devices; not reserved\n",
+		       rmem->name, GCMA_OF_PROP_THP);
+		return -EINVAL;
+	}
+	if (thp && !IS_ENABLED(CONFIG_GCMA_THP)) {
+		pr_err("%s: \"%s\" needs CONFIG_GCMA_THP; not reserved\n",
+		       rmem->name, GCMA_OF_PROP_THP);
+		return -EINVAL;
+	}
+	if (!IS_ALIGNED(rmem->base | rmem->size, align)) {
+		pr_err("%s: [%pa+%pa] is not aligned to %pa bytes; not reserved\n",
+		       rmem->name, &rmem->base, &rmem->size, &align);
+		return -EINVAL;
+	}
+	len = strcspn(rmem->name, "@");
+	if (!len || len >= sizeof(name)) {
+		pr_err("%s: an area's name (the node name before '@') has 1 to %d characters; not reserved\n",
+		       rmem->name, GCMA_AREA_NAME_LEN - 1);
+		return -EINVAL;
+	}
+	memcpy(name, rmem->name, len);
+	name[len] = '\0';
+	if (gcma_of_overlaps(rmem->base, rmem->size, &other)) {
+		pr_err("%s: [%pa+%pa] overlaps area %s; not reserved\n",
+		       rmem->name, &rmem->base, &rmem->size, other);
+		/*
+		 * Not -EINVAL: the reserved-memory code would give the node's
+		 * range back to memblock, the other area's pages with it.
+		 * -ENOENT leaves the range reserved, in use by nobody else.
+		 */
+		return -ENOENT;
+	}
+
+	area = gcma_add_area(name, rmem->base, rmem->size, thp);
+	if (IS_ERR(area)) {
+		pr_err("%s: %s; not reserved\n", rmem->name,
+		       PTR_ERR(area) == -EEXIST ? "another area has this name" :
+		       "too many areas");
+		return PTR_ERR(area);
+	}
+	if (dflt && area->cma) {
+		dma_contiguous_default_area = area->cma;
+		pr_info("%s is the default DMA CMA area\n", area->name);
+	} else if (dflt) {
+		pr_err("%s: not a CMA area, so not the default DMA area\n",
+		       area->name);
+	}
+	rmem->ops = &gcma_rmem_ops;
+	rmem->priv = area;
+	return 0;
+}
+
+RESERVEDMEM_OF_DECLARE(gcma, "shared-dma-pool", gcma_rmem_setup);
+
+/*
+ * Called by gcma_reserve(), once the kernel has handled every reserved-memory
+ * node: names the "guarantee" nodes that never reached gcma_rmem_setup(),
+ * which the reserved-memory core skips without a word when they have
+ * neither "reg" nor "size", or reports in its own terms when it could not
+ * place them.
+ */
+void __init gcma_of_check(void)
+{
+	const void *fdt = initial_boot_params;
+	int root, child;
+	unsigned int i;
+
+	if (!fdt)
+		return;
+	root = fdt_path_offset(fdt, "/reserved-memory");
+	if (root < 0)
+		return;
+	fdt_for_each_subnode(child, fdt, root) {
+		const char *status = fdt_getprop(fdt, child, "status", NULL);
+		const char *uname = fdt_get_name(fdt, child, NULL);
+
+		if (!fdt_getprop(fdt, child, GCMA_OF_PROP, NULL) ||
+		    fdt_node_check_compatible(fdt, child, "shared-dma-pool"))
+			continue;
+		if (status && strcmp(status, "okay") && strcmp(status, "ok"))
+			continue;
+		for (i = 0; i < gcma_of_nr_seen; i++)
+			if (gcma_of_seen[i] == child)
+				break;
+		if (i < gcma_of_nr_seen)
+			continue;
+		if (!fdt_getprop(fdt, child, "reg", NULL) &&
+		    !fdt_getprop(fdt, child, "size", NULL))
+			pr_err("%s: neither \"reg\" nor \"size\"; not reserved\n",
+			       uname);
+		else
+			pr_err("%s: the reserved-memory code did not reserve it (see its message above); not reserved\n",
+			       uname);
+	}
+}
