@@ -21,7 +21,9 @@
 # passed every case and skipped none with the fallback cannot do better
 # without it, so its second run would prove nothing (issue 27: run twice
 # only where it proves something); runs of all tests in both modes, in
-# earlier sessions' CI, gave identical counts.
+# earlier sessions' CI, gave identical counts.  Nor can a test whose
+# skips are exactly GUEST_SKIPS' (below): then no test runs again, and
+# fragpin's blocks are not waited for.
 #
 # Sizes: khugepaged's collapse_compound_extreme holds 512 THPs at once
 # (one page of each stays mapped), so the THP area has 1280 MiB: 640
@@ -56,6 +58,11 @@ if [ "$(cmdline_arg gcma_thp_selftests.mthp 0)" = 1 ]; then
 khugepaged_mthp:khugepaged -s 2 madvise:anon"
 fi
 
+# Skips that are the guest's, not GCMA's (selftest_skips_known): cow_pmd
+# skips one case, its MADV_COLLAPSE of a PTE-mapped THP refused with
+# EINVAL, the same in mode never as with the fallback, and with the Bonsai
+# index on and off (bonsai_vma_selftests), in every CI run up to 616c59c.
+GUEST_SKIPS='cow:1 MADV_COLLAPSE failed: Invalid argument'
 # collapse_raced OUTFILE: the test stopped because MADV_COLLAPSE failed
 # with EAGAIN while it made its huge page (khugepaged's alloc_hpage(),
 # which retries once): a page to collapse was isolated or referenced by
@@ -265,12 +272,12 @@ else
 	# Without GCMA, the tests whose run with the fallback was not clean,
 	# on memory made whole again: fragpin's pages are free, and
 	# compaction gathers what else lies in the blocks.
-	again=$(selftest_not_clean $OUT/fallback "$TESTS")
-	echo 1 >/proc/sys/vm/compact_memory
-	check whole_again whole_again
-	echo never >$T/mode
-	check mode_never_again expect_file_contains $T/mode '\[never\]'
+	again=$(selftest_not_clean $OUT/fallback "$TESTS" "$GUEST_SKIPS")
 	if [ -n "$again" ]; then
+		echo 1 >/proc/sys/vm/compact_memory
+		check whole_again whole_again
+		echo never >$T/mode
+		check mode_never_again expect_file_contains $T/mode '\[never\]'
 		run_round never "$again"
 		selftest_compare $OUT/fallback $OUT/never "$again"
 	fi
