@@ -32,10 +32,10 @@ for fs in ext2 ext4; do
 	loads=$(read_counter $F/loads)
 	stores=$(read_counter $F/stores)
 	inval=$(read_counter $F/invalidations)
-	# Two files (8 and 4 MiB): written, evicted, re-read; then truncated,
+	# Two files (4 and 2 MiB): written, evicted, re-read; then truncated,
 	# rewritten, punched, overwritten with O_DIRECT, dropped, recreated,
 	# with pages evicted and with pages cached; every byte verified.
-	check ${fs}_every_byte in_cgroup $CG/files pagecache -c $CG/files /mnt/$fs 8
+	check ${fs}_every_byte in_cgroup $CG/files pagecache -c $CG/files /mnt/$fs 4
 	check ${fs}_stored expect_gt "$(read_counter $F/stores)" "$stores"
 	check ${fs}_hits expect_gt "$(read_counter $F/loads)" "$loads"
 	check ${fs}_invalidated expect_gt "$(read_counter $F/invalidations)" "$inval"

@@ -22,16 +22,16 @@ check solid_state expect_dmesg 'Adding [0-9]+k swap on /dev/vda\..* SS'
 mkdir -p $CG && mount -t cgroup2 none $CG
 echo +memory > $CG/cgroup.subtree_control
 mkdir -p $CG/anon
-echo 32M > $CG/anon/memory.max
+echo 16M > $CG/anon/memory.max
 in_cgroup() {
 	sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
 }
 
-# 64 MiB of patterned anonymous memory in 32 MiB: each pass verifies every
+# 32 MiB of patterned anonymous memory in 16 MiB: each pass verifies every
 # word of the previous pass, most of which was swapped out.
 # The area pages lent to DMEM are sampled while memhog runs: its exit
 # frees its swap slots, and DMEM gives their pages back to the area.
-in_cgroup $CG/anon memhog -a 64 -t 10 -v >/tmp/hog.out 2>&1 &
+in_cgroup $CG/anon memhog -a 32 -n 2 -v >/tmp/hog.out 2>&1 &
 hog=$!
 lent_peak=0
 while kill -0 $hog 2>/dev/null; do
@@ -46,6 +46,7 @@ hog_result() {
 	return "$hog_rc"
 }
 check every_byte hog_result
+log "$(tail -n 1 /tmp/hog.out)"
 check swapped_out expect_gt "$(read_counter /proc/vmstat pswpout)" 0
 check stored expect_gt "$(read_counter $S/stores)" 0
 check hits expect_gt "$(read_counter $S/loads)" 0
@@ -72,7 +73,7 @@ log "swap client entries: $exited after memhog's exit, $(read_counter $S/stored_
 
 # Swapoff reads back what a live process has swapped out (from DMEM where
 # it can) and drops whatever the device still had.
-in_cgroup $CG/anon memhog -a 48 -t 8 >/tmp/hog2.out 2>&1 &
+in_cgroup $CG/anon memhog -a 32 -t 8 >/tmp/hog2.out 2>&1 &
 pid=$!
 sleep 4
 echo max > $CG/anon/memory.max
