@@ -118,15 +118,20 @@ static unsigned long anon_pass(uint64_t *mem, size_t bytes, uint64_t gen,
 			       size_t *split, int stoppable)
 {
 	size_t words = bytes / 8, i, page_words = page_size / 8;
+	/*
+	 * A local copy: *@split has the type of the area's words, so the
+	 * compiler would read it again after every store to the area.
+	 */
+	size_t old_split = *split;
 	unsigned long bad = 0;
 
 	for (i = 0; i < words; i++) {
 		uint64_t off = (uint64_t)i * 8;
-		uint64_t want = i < *split ? gen - 1 : gen - 2;
+		uint64_t want = i < old_split ? gen - 1 : gen - 2;
 
 		if ((i & (page_words - 1)) == 0 && stoppable && stop)
 			break;
-		if (gen && (i < *split || gen >= 2) && mem[i] != pattern(off, want)) {
+		if (gen && (i < old_split || gen >= 2) && mem[i] != pattern(off, want)) {
 			if (bad < 10)
 				fprintf(stderr,
 					"memhog: anon corruption at offset %#" PRIx64
