@@ -1607,8 +1607,11 @@ def main(argv):
         return 1 if self_test() else 0
     available = discover()
     if args.list:
+        # The scenarios of --arch (x86_64 by default), as "all" selects.
         for name, path in available.items():
             sc = Scenario(path)
+            if ARCH not in sc.arches:
+                continue
             extra = []
             for key in ("smp", "numa", "mem", "timeout", "duration"):
                 if key in sc.meta:
