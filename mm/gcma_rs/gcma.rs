@@ -40,10 +40,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     bindings, c_str, delay,
     ffi::c_int,
-    mm::{
-        frames::{ClaimedRun, OwnedFrames, PageFate},
-        page_access,
-    },
+    mm::frames::{ClaimedRun, OwnedFrames, PageFate},
     new_spinlock,
     prelude::*,
     sync::{Arc, SpinLock, UniqueArc},
@@ -137,6 +134,10 @@ pub(crate) struct Area {
     alloc_fail: AtomicUsize,
     /// Lent pages discarded for allocations.
     discarded: AtomicUsize,
+    /// Pages of `map.retired()` retired because the free steps found them
+    /// in a bad state (the others are hardware-poisoned); changed and read
+    /// under the map's lock.
+    bad: AtomicUsize,
     /// Releases (calls of `gcma_release()` that released pages).
     released: AtomicUsize,
 }
@@ -173,7 +174,7 @@ pub(crate) fn area_of_pfn(pfn: usize) -> Option<&'static Area> {
 impl Area {
     /// Allocates `count` pages whose first page frame number is aligned to
     /// `1 << align` pages, with `gfp` as the page allocator takes it, and
-    /// returns the run of pages, ready to be finished.
+    /// returns the first page: the pages are the caller's.
     ///
     /// The search holds the lock for at most [`TRIES_PER_LOCK`] tries at a
     /// time.  When it resumes, pages below where it stopped may have been
@@ -182,38 +183,62 @@ impl Area {
     /// fails only if, during one whole pass, no aligned range was free.
     ///
     /// Pages lent to secondary clients inside the range are discarded
-    /// outside the lock, as the `area_map` protocol requires, before the
-    /// run is returned; the run takes them as they are when `gfp` allows.
+    /// outside the lock, as the `area_map` protocol requires; the run takes
+    /// them as they are when `gfp` allows.
     ///
-    /// A range found to hold hardware-poisoned pages is not returned: they
-    /// are taken out of use for good ([`Area::retire_poisoned`]) and the
-    /// search starts again.
+    /// A range found to hold hardware-poisoned pages, or lent pages in a
+    /// bad state, once every lent page was taken (a page may be poisoned
+    /// while the discard sleeps), is not returned: those pages are taken
+    /// out of use for good, the others freed ([`Area::give_up`]), and the
+    /// search starts again.  Each such round retires at least one page, so
+    /// the retries end.
     pub(crate) fn alloc(
         &self,
         count: usize,
         align: u32,
         gfp: bindings::gfp_t,
-    ) -> Result<ClaimedRun<'_>> {
-        let run = loop {
-            let out = self.search(count, align)?;
-            // SAFETY: the map claimed `out` for this allocation alone: its
-            // pages are free or lent, and the lent ones reach the run
-            // through the discard below.
-            let mut run = unsafe { self.frames.claim(out.start, out.count, gfp) };
-            let poisoned = self.has_poisoned(&out);
-            if poisoned {
-                run.forbid_handoff();
-            }
-            if out.lent > 0 {
+    ) -> Result<*mut bindings::page> {
+        loop {
+            let (mut run, lent) = self.claim(count, align, gfp)?;
+            if lent > 0 {
                 self.discard(&mut run);
             }
-            if !poisoned {
-                break run;
+            if let Some(page) = self.complete(run) {
+                self.alloc_success.fetch_add(1, Ordering::Relaxed);
+                return Ok(page);
             }
-            self.retire_poisoned(run);
-        };
-        self.alloc_success.fetch_add(1, Ordering::Relaxed);
-        Ok(run)
+        }
+    }
+
+    /// The first step of [`Area::alloc`]: claims a range and returns its
+    /// run, with the number of its pages that are lent (to be discarded,
+    /// [`Area::discard`], before the run is completed).
+    pub(crate) fn claim(
+        &self,
+        count: usize,
+        align: u32,
+        gfp: bindings::gfp_t,
+    ) -> Result<(ClaimedRun<'_>, usize)> {
+        let out = self.search(count, align)?;
+        // SAFETY: the map claimed `out` for this allocation alone: its
+        // pages are free or lent, and the lent ones reach the run through
+        // `discard` (the caller's part, documented above).
+        let run = unsafe { self.frames.claim(out.start, out.count, gfp) };
+        Ok((run, out.lent))
+    }
+
+    /// The last step of [`Area::alloc`]: finishes `run`, all of whose lent
+    /// pages were taken, into an allocation and returns its first page; or,
+    /// if it holds hardware-poisoned or bad pages, gives it up and returns
+    /// `None`.
+    pub(crate) fn complete(&self, run: ClaimedRun<'_>) -> Option<*mut bindings::page> {
+        match run.finish() {
+            Ok(page) => Some(page),
+            Err(run) => {
+                self.give_up(run);
+                None
+            }
+        }
     }
 
     /// Claims `count` free pages aligned to `1 << align` pages, as
@@ -258,65 +283,106 @@ impl Area {
         self.frames.is_hwpoisoned(page)
     }
 
-    /// Logs that page `page` was taken out of use for good (bad memory).
-    pub(crate) fn note_retired(&self, page: usize) {
+    /// Logs that page `page` was taken out of use for good, as `fate`
+    /// (hardware-poisoned, or in a bad state) says.
+    pub(crate) fn note_retired(&self, page: usize, fate: PageFate) {
+        let why = if fate == PageFate::Bad {
+            "in a bad state"
+        } else {
+            "hardware-poisoned"
+        };
         pr_warn!(
-            "{}: page at pfn {:#x} is hardware-poisoned: taken out of use\n",
+            "{}: page at pfn {:#x} is {}: taken out of use\n",
             self.name(),
-            self.base_pfn + page
+            self.base_pfn + page,
+            why
         );
     }
 
-    /// Whether the freshly claimed range `out` holds a hardware-poisoned
-    /// page: never when no page of the system is poisoned, which is then
-    /// known without reading a `struct page`.
-    ///
-    /// A page poisoned while free has no reference and is no buddy page:
-    /// `memory_failure()` only marks it, so GCMA finds it where it takes
-    /// pages (here, and where DMEM borrows or copies them).
-    fn has_poisoned(&self, out: &area_map::AllocOutcome) -> bool {
-        page_access::any_hwpoisoned()
-            && (out.start..out.start + out.count).any(|p| self.is_hwpoisoned(p))
-    }
-
-    /// Takes the hardware-poisoned pages of `run`, whose lent pages were
-    /// discarded without handoff, out of use, and frees the others.  Each
-    /// call retires at least one page, which no later search finds: the
-    /// caller's retries end.
-    fn retire_poisoned(&self, run: ClaimedRun<'_>) {
-        let (start, count) = match run.give_up() {
-            Ok(range) => range,
-            Err(run) => {
-                // Cannot happen: the handoff was forbidden.  The pages
-                // stay allocated rather than free in an unknown state.
-                pr_err!("{}: poisoned range kept: pages handed off\n", self.name());
-                let _ = run.finish();
+    /// Gives up `run`: its hardware-poisoned and bad pages are taken out of
+    /// use for good, its other pages freed (handed-off lent pages first
+    /// lose their reference and get the free steps, see
+    /// [`ClaimedRun::give_up`]).  A page someone still holds a speculative
+    /// reference to stays allocated until the free path gives it back.
+    pub(crate) fn give_up(&self, run: ClaimedRun<'_>) {
+        let (start, end) = (run.start(), run.start() + run.count());
+        // The range is the caller's: nobody else changes its bits.
+        let mut free_from = start;
+        run.give_up(|i, fate| {
+            if fate == PageFate::Freed {
                 return;
             }
+            self.retire(i, fate);
+            if i > free_from {
+                self.free(free_from, i - free_from);
+            }
+            free_from = i + 1;
+        });
+        if end > free_from {
+            self.free(free_from, end - free_from);
+        }
+    }
+
+    /// Takes page `page`, which is primary-owned by the caller (and not
+    /// the caller's to hand out any more) or free in the map, out of use
+    /// for good if `fate` says it is hardware-poisoned or in a bad state;
+    /// does nothing otherwise.
+    fn retire(&self, page: usize, fate: PageFate) {
+        let retired = self.retire_in(&mut self.map.lock(), page, fate);
+        if retired {
+            self.note_retired(page, fate);
+        }
+    }
+
+    /// [`Area::retire`] under the map's lock, `map`, without the log line
+    /// ([`Area::note_retired`], which the caller writes once the lock is
+    /// dropped).  Returns whether the page was retired.
+    pub(crate) fn retire_in(&self, map: &mut Map, page: usize, fate: PageFate) -> bool {
+        let bad = match fate {
+            PageFate::Poisoned => false,
+            PageFate::Bad => true,
+            PageFate::Freed | PageFate::Referenced => return false,
         };
-        let end = start + count;
-        // The range is the caller's: nobody else changes its bits.  The
-        // flags are read again, a page at a time under the lock.
-        let mut run = start;
-        for p in start..end {
-            if !self.is_hwpoisoned(p) {
-                continue;
-            }
-            let retired = {
-                let mut map = self.map.lock();
-                if p > run {
-                    let _ = map.release_primary(run, p - run);
-                }
-                map.retire(p).is_ok()
-            };
-            if retired {
-                self.note_retired(p);
-            }
-            run = p + 1;
+        if map.retire(page).is_err() {
+            return false;
         }
-        if end > run {
-            let _ = self.map.lock().release_primary(run, end - run);
+        // Under the map's lock, with the map's count of retired pages, so
+        // that `stats` reads both alike.
+        if bad {
+            self.bad.fetch_add(1, Ordering::Relaxed);
         }
+        true
+    }
+
+    /// Undoes the retirement of page `page`, which a test made look bad in
+    /// the way `fate` says and made good again: its free steps run, and it
+    /// is free in the map.  Returns whether it was retired.
+    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
+    pub(crate) fn unretire(&self, page: usize, fate: PageFate) -> bool {
+        let mut map = self.map.lock();
+        if map.unretire(page).is_err() {
+            return false;
+        }
+        // Its free steps may have run to their end before: its tag is
+        // marked empty, as for a page never allocated.
+        let page_ptr = self.frames.page_ptr(page);
+        // SAFETY: a retired page the test made good again has no reference
+        // and is nobody's (the map kept it out of every search and loan,
+        // and nobody claims it before the lock is dropped): the free steps
+        // may run on it, once more.
+        let freed = unsafe {
+            bindings::rsmm_frames_clear_page_tag_ref(page_ptr);
+            bindings::rsmm_frames_free_pages_prepare(page_ptr, 0)
+        };
+        if !freed {
+            // Still bad: out of use again.
+            let _ = map.retire(page);
+            return false;
+        }
+        if fate == PageFate::Bad {
+            self.bad.fetch_sub(1, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Has the secondary clients drop the lent pages of the freshly
@@ -397,11 +463,9 @@ impl Area {
             if fate == PageFate::Freed {
                 return;
             }
-            if fate == PageFate::Poisoned && self.map.lock().retire(i).is_ok() {
-                self.note_retired(i);
-            }
-            // Freed later by the free path when still referenced; kept out
-            // of use when bad.
+            // Freed later by the free path when still referenced; out of
+            // use for good when poisoned or bad.
+            self.retire(i, fate);
             if i > free_from {
                 self.free(free_from, i - free_from);
             }
@@ -503,7 +567,7 @@ impl Area {
     /// free paths gave back freed first.
     pub(crate) fn stats(&self) -> bindings::gcma_stats {
         self.drain_returned();
-        let (total, used, lent, releasing, retired) = {
+        let (total, used, lent, releasing, retired, bad) = {
             let map = self.map.lock();
             (
                 map.nr_pages(),
@@ -511,6 +575,7 @@ impl Area {
                 map.secondary_lent(),
                 map.releasing(),
                 map.retired(),
+                self.bad.load(Ordering::Relaxed),
             )
         };
         let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
@@ -525,7 +590,8 @@ impl Area {
             discarded_pages: get(&self.discarded),
             released: get(&self.released),
             release_pending_pages: releasing.saturating_sub(retired) as u64,
-            hwpoisoned_pages: retired as u64,
+            hwpoisoned_pages: retired.saturating_sub(bad) as u64,
+            bad_pages: bad as u64,
         }
     }
 }
@@ -579,6 +645,7 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
         alloc_success: AtomicUsize::new(0),
         alloc_fail: AtomicUsize::new(0),
         discarded: AtomicUsize::new(0),
+        bad: AtomicUsize::new(0),
         released: AtomicUsize::new(0),
     })) {
         Ok(state) => Arc::from(state),
