@@ -215,10 +215,11 @@ impl PageSupply for AreaSupply {
         // a page lent by `lend` that it no longer touches, and consumed
         // here: this call has the one right to end the lending.
         let freed = unsafe { s.area.frames.lent(p) }.give_back().is_ok();
-        // Bad memory (`memory_failure()` marked it) or a page the free steps found in a bad state (they
+        // Bad memory (`memory_failure()` marked it, or a copy out of it
+        // failed) or a page the free steps found in a bad state (they
         // reported it, having undone the lending): out of use for good
         // instead of back to the map.
-        let fate = if s.area.is_hwpoisoned(p) {
+        let fate = if s.area.is_hwpoisoned(p) || s.area.take_failed_copy(p) {
             PageFate::Poisoned
         } else if !freed {
             PageFate::Bad
@@ -313,8 +314,18 @@ impl PageAccess for AreaPages {
         let src = unsafe { SharedPage::from_raw(p) };
         // A page poisoned since it was filled is not read; one whose
         // memory fails during the copy raises a machine check that
-        // `copy_mc_highpage()` survives where the architecture can.
-        dst.copy_from_good_page(&src).is_ok()
+        // `copy_mc_highpage()` survives where the architecture can.  Only
+        // a read can raise one, so the area page is the bad one; the
+        // machine check handler only queues `memory_failure()`, so the
+        // page is recorded as bad here, for the supply (or an allocation
+        // that discards it) to retire.
+        if dst.copy_from_good_page(&src).is_ok() {
+            return true;
+        }
+        if let Some((s, i)) = self.0.span_of(from.page()) {
+            s.area.note_failed_copy(i);
+        }
+        false
     }
 }
 

@@ -743,6 +743,80 @@ fn dmem_poisoned_during_discard() -> Result {
     Ok(())
 }
 
+/// A copy out of a held page that failed (a machine check the copy
+/// survived, `memory_failure()` only queued) retires the page when DMEM
+/// gives it back, and when an allocation discards it, though no flag
+/// says it is bad: counted in `hwpoisoned_pages`.  A machine check cannot
+/// be raised in the test, so the copy's record of it is made directly.
+#[cfg(CONFIG_MEMORY_FAILURE)]
+fn dmem_failed_copy_retired() -> Result {
+    let d = instances()?;
+    let area = poison::area()?;
+    let nr = area.frames.nr_pages();
+    let sb = 0xf_fffb;
+    let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
+    let lent_pages = || -> Result<KVec<usize>> {
+        let map = area.map.lock();
+        let mut v = KVec::new();
+        for i in (0..nr).filter(|&i| map.is_lent(i)) {
+            v.push(i, GFP_ATOMIC)?;
+        }
+        Ok(v)
+    };
+    let s0 = poison::stats(area);
+
+    // Discarded by an allocation of the whole area: given up, retired.
+    poison::store_some(sb, 2)?;
+    let first = lent_pages()?;
+    kunit_expect_eq!(first.len(), 2);
+    for &i in first.iter() {
+        area.note_failed_copy(i);
+    }
+    let (mut run, n) = area.claim(nr, 0, gfp)?;
+    kunit_expect_eq!(n, first.len());
+    area.discard(&mut run);
+    let got = {
+        let _tag = crate::dmem_kernel::LendTag::enter();
+        area.complete(run)
+    };
+    if let Some(p) = got {
+        // SAFETY: the allocation just made, of `nr` pages.
+        unsafe { bindings::gcma_release(area.c.as_ptr(), p, nr as _) };
+    }
+    kunit_expect!(got.is_none(), "pages whose copy failed were allocated");
+    let s1 = poison::stats(area);
+    kunit_expect_eq!(
+        s1.hwpoisoned_pages,
+        s0.hwpoisoned_pages + first.len() as u64
+    );
+    kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
+
+    // Given back by DMEM: the entry goes, the page is retired.
+    let key = poison::store_some(sb, 1)?;
+    let second = lent_pages()?;
+    kunit_expect_eq!(second.len(), 1);
+    for &i in second.iter() {
+        area.note_failed_copy(i);
+    }
+    // SAFETY: `key` is a valid key.
+    let dropped = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&key, 0, 0) };
+    kunit_expect_eq!(dropped, 1);
+    let s2 = poison::stats(area);
+    kunit_expect_eq!(
+        s2.hwpoisoned_pages,
+        s1.hwpoisoned_pages + second.len() as u64
+    );
+    kunit_expect_eq!(s2.secondary_lent_pages, 0);
+
+    for &i in Iterator::chain(first.iter(), second.iter()) {
+        kunit_expect!(area.unretire(i, PageFate::Poisoned));
+    }
+    kunit_expect_eq!(poison::stats(area).hwpoisoned_pages, s0.hwpoisoned_pages);
+    dmem_client::gcma_dmem_rs_invalidate_sb(sb);
+    kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
+    Ok(())
+}
+
 /// A page retired as found in a bad state is counted in `bad_pages`, not
 /// in `hwpoisoned_pages`, and never allocated again.  (A page in a real
 /// bad state makes the free steps report `Bad page state`, a splat the
@@ -777,6 +851,11 @@ fn dmem_poisoned_during_discard() -> Result {
 }
 
 #[cfg(not(CONFIG_MEMORY_FAILURE))]
+fn dmem_failed_copy_retired() -> Result {
+    Ok(())
+}
+
+#[cfg(not(CONFIG_MEMORY_FAILURE))]
 fn dmem_bad_page_counted() -> Result {
     Ok(())
 }
@@ -790,6 +869,7 @@ kernel::kunit_suite! {
         dmem_hook_entry_points,
         dmem_store_from_poisoned_page,
         dmem_poisoned_during_discard,
+        dmem_failed_copy_retired,
         dmem_bad_page_counted
     ],
 }

@@ -123,6 +123,10 @@ pub(crate) struct Area {
     /// First pages of releases made outside process context, still to be
     /// done; the page count is in the first page's private field.
     deferred: pending::PendingBits,
+    /// Lent pages a copy out of which failed (a machine check the copy
+    /// survived; `memory_failure()` only runs later, from a work item):
+    /// retired when their borrower gives them back.
+    failed_copies: pending::PendingBits,
     /// Does the releases in `deferred`, in process context.
     #[pin]
     release_work: Work<Area>,
@@ -231,14 +235,26 @@ impl Area {
     /// pages were taken, into an allocation and returns its first page; or,
     /// if it holds hardware-poisoned or bad pages, gives it up and returns
     /// `None`.
+    ///
+    /// A lent page a copy out of which failed (see
+    /// [`Area::note_failed_copy`]) counts as poisoned.
     pub(crate) fn complete(&self, run: ClaimedRun<'_>) -> Option<*mut bindings::page> {
-        match run.finish() {
-            Ok(page) => Some(page),
-            Err(run) => {
-                self.give_up(run);
-                None
+        let end = run.start() + run.count();
+        // Once a copy failed, every allocation looks at its pages' bits
+        // (`maybe_any()` stays set): a cost paid only on a machine that
+        // survived a machine check.
+        let failed = self.failed_copies.maybe_any()
+            && (run.start()..end).any(|i| self.failed_copies.is_set(i));
+        let run = if failed {
+            run
+        } else {
+            match run.finish() {
+                Ok(page) => return Some(page),
+                Err(run) => run,
             }
-        }
+        };
+        self.give_up(run);
+        None
     }
 
     /// Claims `count` free pages aligned to `1 << align` pages, as
@@ -283,6 +299,19 @@ impl Area {
         self.frames.is_hwpoisoned(page)
     }
 
+    /// Records that a copy out of the lent page `page` failed: its memory
+    /// is bad, and it goes out of use when it is given back, whether or
+    /// not `memory_failure()` has marked it by then.
+    pub(crate) fn note_failed_copy(&self, page: usize) {
+        self.failed_copies.set(page, 1);
+    }
+
+    /// Whether a copy out of page `page` failed since it was lent; clears
+    /// the record.
+    pub(crate) fn take_failed_copy(&self, page: usize) -> bool {
+        self.failed_copies.take(page)
+    }
+
     /// Logs that page `page` was taken out of use for good, as `fate`
     /// (hardware-poisoned, or in a bad state) says.
     pub(crate) fn note_retired(&self, page: usize, fate: PageFate) {
@@ -309,6 +338,10 @@ impl Area {
         // The range is the caller's: nobody else changes its bits.
         let mut free_from = start;
         run.give_up(|i, fate| {
+            let fate = match (fate, self.take_failed_copy(i)) {
+                (PageFate::Freed, true) => PageFate::Poisoned,
+                (fate, _) => fate,
+            };
             if fate == PageFate::Freed {
                 return;
             }
@@ -620,6 +653,7 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     let free = map.free();
     let returned = pending::PendingBits::new(nr_pages)?;
     let deferred = pending::PendingBits::new(nr_pages)?;
+    let failed_copies = pending::PendingBits::new(nr_pages)?;
     let n = NR_IN_SERVICE.load(Ordering::Relaxed);
     if n >= IN_SERVICE.len() {
         return Err(ENOSPC);
@@ -640,6 +674,7 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
         map <- new_spinlock!(map, "gcma_area"),
         returned,
         deferred,
+        failed_copies,
         release_work <- new_work!("gcma_area::release_work"),
         lat: [const { AtomicUsize::new(0) }; LAT_BUCKETS],
         alloc_success: AtomicUsize::new(0),
