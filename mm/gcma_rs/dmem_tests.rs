@@ -17,7 +17,6 @@ use kernel::{
     kunit_expect, kunit_expect_eq,
     mm::{
         buddy::ContigPages,
-        frames::PageFate,
         page_access::{ExclusivePage, SharedPage},
         PAGE_SIZE,
     },
@@ -29,7 +28,7 @@ use kernel::{
 const CHUNK: usize = 64;
 
 /// The instances, or `ENODEV`.
-fn instances() -> Result<&'static Dmems> {
+pub(super) fn instances() -> Result<&'static Dmems> {
     dmems().ok_or_else(|| {
         kunit_expect!(false, "no DMEM instance: boot with gcma=16M");
         ENODEV
@@ -53,7 +52,7 @@ fn word(k: u64, gen: u64, i: usize) -> u64 {
 }
 
 /// Writes version `gen` of key `k` into `p`.
-fn fill(mut p: ExclusivePage<'_>, k: u64, gen: u64) -> Result {
+pub(super) fn fill(mut p: ExclusivePage<'_>, k: u64, gen: u64) -> Result {
     let mut buf = [0u64; CHUNK];
     for c in 0..PAGE_SIZE / 8 / CHUNK {
         for (j, w) in buf.iter_mut().enumerate() {
@@ -613,253 +612,6 @@ fn dmem_store_from_poisoned_page() -> Result {
     Ok(())
 }
 
-/// The allocator state of the first area, its counters, and the page
-/// frame number of its page `i`.
-#[cfg(CONFIG_MEMORY_FAILURE)]
-mod poison {
-    use super::*;
-    use crate::Area;
-
-    pub(super) fn area() -> Result<&'static Area> {
-        crate::boot::reserved_areas()
-            .next()
-            .and_then(|a| a.state())
-            .ok_or(ENODEV)
-    }
-
-    pub(super) fn stats(area: &Area) -> bindings::gcma_stats {
-        area.stats()
-    }
-
-    /// Marks page `i` of `area` hardware-poisoned as `memory_failure()`
-    /// marks a page it cannot take: the flag, and the system's count of
-    /// poisoned pages (which makes GCMA look at page flags at all).
-    pub(super) fn poison(area: &Area, i: usize) {
-        let page = area.frames.page_ptr(i);
-        // SAFETY: a page of the area, in the memory map; the test clears
-        // the flag and the count again (`unpoison`).
-        unsafe {
-            bindings::SetPageHWPoison(page);
-            bindings::num_poisoned_pages_inc((area.base_pfn + i) as _);
-        }
-    }
-
-    /// Undoes [`poison`].
-    pub(super) fn unpoison(area: &Area, i: usize) {
-        let page = area.frames.page_ptr(i);
-        // SAFETY: as in `poison`, whose marks this drops.
-        unsafe {
-            bindings::ClearPageHWPoison(page);
-            bindings::num_poisoned_pages_sub((area.base_pfn + i) as _, 1);
-        }
-    }
-
-    /// Stores pages `0..n` of a test-only superblock in the file instance:
-    /// each is lent an area page.  Returns the key of the superblock.
-    pub(super) fn store_some(sb: u32, n: usize) -> Result<bindings::gcma_dmem_file_key> {
-        let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
-        let key = bindings::gcma_dmem_file_key { sb, ino: 9 };
-        for i in 0..n {
-            fill(src.page_mut(0).ok_or(EINVAL)?, 9, i as u64)?;
-            let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
-            // SAFETY: `sp` is ours, allocated and not written during the
-            // call.
-            let stored = unsafe { dmem_client::gcma_dmem_rs_store_file(&key, i as _, sp) };
-            kunit_expect!(stored, "store {} refused", i);
-        }
-        Ok(key)
-    }
-}
-
-/// A lent page that an allocation took as it is, and that was poisoned
-/// before the allocation completed (the discard may sleep while copies
-/// drain, and `memory_failure()` can only mark a page without a reference
-/// that is not a buddy page), is not handed to the caller: the run is
-/// given up, its handed pages lose their reference and get the free steps,
-/// the poisoned page is retired (counted once), and the whole area can no
-/// longer be had while smaller ranges still can.
-#[cfg(CONFIG_MEMORY_FAILURE)]
-fn dmem_poisoned_during_discard() -> Result {
-    let d = instances()?;
-    let area = poison::area()?;
-    let nr = area.frames.nr_pages();
-    let sb = 0xf_fffc;
-    let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
-    poison::store_some(sb, 8)?;
-    let s0 = poison::stats(area);
-    kunit_expect!(s0.secondary_lent_pages >= 8);
-
-    // The whole area: every lent page is in the range.
-    let (mut run, lent) = area.claim(nr, 0, gfp).inspect_err(|_| {
-        kunit_expect!(false, "the whole area is not free");
-    })?;
-    kunit_expect!(lent >= 8);
-    area.discard(&mut run);
-    kunit_expect!(run.handed() > 0, "no lent page was taken as it is");
-    let end = run.start() + run.count();
-    let victim = (run.start()..end).find(|&i| area.frames.is_referenced_head(i));
-    kunit_expect!(victim.is_some());
-    let victim = victim.unwrap_or(end - 1);
-    // Poisoned after the discard took it, before the run completes.
-    poison::poison(area, victim);
-    let got = {
-        let _tag = crate::dmem_kernel::LendTag::enter();
-        area.complete(run)
-    };
-    if let Some(p) = got {
-        let bad = (0..nr).filter(|&i| area.is_hwpoisoned(i)).count();
-        kunit_expect_eq!(bad, 0);
-        // SAFETY: `p` is the allocation just made, of `nr` pages.
-        unsafe { bindings::gcma_release(area.c.as_ptr(), p, nr as _) };
-    }
-    kunit_expect!(got.is_none(), "a range with a poisoned page was allocated");
-    let s1 = poison::stats(area);
-    kunit_expect_eq!(s1.hwpoisoned_pages, s0.hwpoisoned_pages + 1);
-    kunit_expect_eq!(s1.bad_pages, s0.bad_pages);
-    kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
-    kunit_expect_eq!(s1.secondary_lent_pages, 0);
-
-    // The poisoned page is never allocated again; the others are.
-    {
-        let _tag = crate::dmem_kernel::LendTag::enter();
-        kunit_expect_eq!(area.alloc(nr, 0, gfp).err(), Some(ENOMEM));
-        match area.alloc(64, 0, gfp) {
-            Ok(p) => {
-                // SAFETY: the allocation just made, of 64 pages.
-                unsafe { bindings::gcma_release(area.c.as_ptr(), p, 64) };
-            }
-            Err(e) => kunit_expect!(false, "64 pages: {:?}", e),
-        }
-    }
-    kunit_expect_eq!(poison::stats(area).hwpoisoned_pages, s1.hwpoisoned_pages);
-
-    poison::unpoison(area, victim);
-    kunit_expect!(area.unretire(victim, PageFate::Poisoned));
-    let s2 = poison::stats(area);
-    kunit_expect_eq!(s2.hwpoisoned_pages, s0.hwpoisoned_pages);
-    kunit_expect_eq!(s2.primary_used_pages, s0.primary_used_pages);
-    dmem_client::gcma_dmem_rs_invalidate_sb(sb);
-    kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
-    Ok(())
-}
-
-/// A copy out of a held page that failed (a machine check the copy
-/// survived, `memory_failure()` only queued) retires the page when DMEM
-/// gives it back, and when an allocation discards it, though no flag
-/// says it is bad: counted in `hwpoisoned_pages`.  A machine check cannot
-/// be raised in the test, so the copy's record of it is made directly.
-#[cfg(CONFIG_MEMORY_FAILURE)]
-fn dmem_failed_copy_retired() -> Result {
-    let d = instances()?;
-    let area = poison::area()?;
-    let nr = area.frames.nr_pages();
-    let sb = 0xf_fffb;
-    let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
-    let lent_pages = || -> Result<KVec<usize>> {
-        let map = area.map.lock();
-        let mut v = KVec::new();
-        for i in (0..nr).filter(|&i| map.is_lent(i)) {
-            v.push(i, GFP_ATOMIC)?;
-        }
-        Ok(v)
-    };
-    let s0 = poison::stats(area);
-
-    // Discarded by an allocation of the whole area: given up, retired.
-    poison::store_some(sb, 2)?;
-    let first = lent_pages()?;
-    kunit_expect_eq!(first.len(), 2);
-    for &i in first.iter() {
-        area.note_failed_copy(i);
-    }
-    let (mut run, n) = area.claim(nr, 0, gfp)?;
-    kunit_expect_eq!(n, first.len());
-    area.discard(&mut run);
-    let got = {
-        let _tag = crate::dmem_kernel::LendTag::enter();
-        area.complete(run)
-    };
-    if let Some(p) = got {
-        // SAFETY: the allocation just made, of `nr` pages.
-        unsafe { bindings::gcma_release(area.c.as_ptr(), p, nr as _) };
-    }
-    kunit_expect!(got.is_none(), "pages whose copy failed were allocated");
-    let s1 = poison::stats(area);
-    kunit_expect_eq!(
-        s1.hwpoisoned_pages,
-        s0.hwpoisoned_pages + first.len() as u64
-    );
-    kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
-
-    // Given back by DMEM: the entry goes, the page is retired.
-    let key = poison::store_some(sb, 1)?;
-    let second = lent_pages()?;
-    kunit_expect_eq!(second.len(), 1);
-    for &i in second.iter() {
-        area.note_failed_copy(i);
-    }
-    // SAFETY: `key` is a valid key.
-    let dropped = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&key, 0, 0) };
-    kunit_expect_eq!(dropped, 1);
-    let s2 = poison::stats(area);
-    kunit_expect_eq!(
-        s2.hwpoisoned_pages,
-        s1.hwpoisoned_pages + second.len() as u64
-    );
-    kunit_expect_eq!(s2.secondary_lent_pages, 0);
-
-    for &i in Iterator::chain(first.iter(), second.iter()) {
-        kunit_expect!(area.unretire(i, PageFate::Poisoned));
-    }
-    kunit_expect_eq!(poison::stats(area).hwpoisoned_pages, s0.hwpoisoned_pages);
-    dmem_client::gcma_dmem_rs_invalidate_sb(sb);
-    kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
-    Ok(())
-}
-
-/// A page retired as found in a bad state is counted in `bad_pages`, not
-/// in `hwpoisoned_pages`, and never allocated again.  (A page in a real
-/// bad state makes the free steps report `Bad page state`, a splat the
-/// KUnit tier fails on; the state is not made here.)
-#[cfg(CONFIG_MEMORY_FAILURE)]
-fn dmem_bad_page_counted() -> Result {
-    let area = poison::area()?;
-    let nr = area.frames.nr_pages();
-    let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
-    let s0 = poison::stats(area);
-    let victim = nr / 2;
-    kunit_expect!(!area.map.lock().is_primary(victim));
-    area.retire(victim, PageFate::Bad);
-    let s1 = poison::stats(area);
-    kunit_expect_eq!(s1.bad_pages, s0.bad_pages + 1);
-    kunit_expect_eq!(s1.hwpoisoned_pages, s0.hwpoisoned_pages);
-    kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
-    {
-        let _tag = crate::dmem_kernel::LendTag::enter();
-        kunit_expect_eq!(area.alloc(nr, 0, gfp).err(), Some(ENOMEM));
-    }
-    kunit_expect!(area.unretire(victim, PageFate::Bad));
-    let s2 = poison::stats(area);
-    kunit_expect_eq!(s2.bad_pages, s0.bad_pages);
-    kunit_expect_eq!(s2.primary_used_pages, s0.primary_used_pages);
-    Ok(())
-}
-
-#[cfg(not(CONFIG_MEMORY_FAILURE))]
-fn dmem_poisoned_during_discard() -> Result {
-    Ok(())
-}
-
-#[cfg(not(CONFIG_MEMORY_FAILURE))]
-fn dmem_failed_copy_retired() -> Result {
-    Ok(())
-}
-
-#[cfg(not(CONFIG_MEMORY_FAILURE))]
-fn dmem_bad_page_counted() -> Result {
-    Ok(())
-}
-
 kernel::kunit_suite! {
     name: "gcma_dmem",
     cases: [
@@ -867,9 +619,6 @@ kernel::kunit_suite! {
         dmem_concurrent,
         dmem_counters,
         dmem_hook_entry_points,
-        dmem_store_from_poisoned_page,
-        dmem_poisoned_during_discard,
-        dmem_failed_copy_retired,
-        dmem_bad_page_counted
+        dmem_store_from_poisoned_page
     ],
 }

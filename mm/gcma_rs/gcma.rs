@@ -65,6 +65,8 @@ mod thp;
 mod dmem_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod frag_tests;
+#[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_MEMORY_FAILURE))]
+mod poison_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
 #[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP))]
