@@ -12,12 +12,15 @@ use crate::{
     dmem_tests::{fill, instances},
     Area,
 };
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
-    bindings, kunit_expect, kunit_expect_eq,
+    bindings, delay,
+    kunit::suite::{spawn_workers, TestRng as Rng},
+    kunit_expect, kunit_expect_eq,
     mm::{buddy::ContigPages, frames::PageFate},
     prelude::*,
     str::CStr,
+    sync::Arc,
 };
 
 /// The allocator state of the first area (the KUnit kernel boots with
@@ -260,12 +263,246 @@ fn bad_page_counted() -> Result {
     Ok(())
 }
 
+/// State shared by the workers of [`poison_races_allocations`].
+struct Race {
+    area: &'static Area,
+    /// A bit per page of the area, set once the page was marked poisoned
+    /// (release, after the flag).
+    marked: KVec<AtomicU64>,
+    /// Allocations that held a page marked before they started.
+    failures: AtomicUsize,
+    /// Allocations made.
+    allocs: AtomicUsize,
+    /// Discards of the file instance before the race.
+    discards: usize,
+    /// Set when the allocators are done: the storer stops.
+    stop: AtomicBool,
+    /// Workers done.
+    done: AtomicUsize,
+}
+
+/// Superblock id of the race's DMEM entries.
+const RACE_SB: u32 = 0xf_fff9;
+/// Pages the poisoner marks.
+const POISONS: usize = 12;
+/// Allocations per allocator.
+const RACE_ROUNDS: usize = 60;
+/// Allocators.
+const RACE_ALLOCATORS: usize = 2;
+
+impl Race {
+    /// A snapshot of the marked pages, a word at a time.
+    fn snapshot(&self) -> Result<KVec<u64>> {
+        let mut v = KVec::with_capacity(self.marked.len(), GFP_KERNEL)?;
+        for w in self.marked.iter() {
+            v.push(w.load(Ordering::Acquire), GFP_KERNEL)?;
+        }
+        Ok(v)
+    }
+}
+
+/// A worker keeping pages lent: stores pages of `RACE_SB` until told to
+/// stop, so that the allocations discard some.
+fn race_storer(r: &Race, seed: u64) -> Result {
+    let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
+    let key = bindings::gcma_dmem_file_key {
+        sb: RACE_SB,
+        ino: 1,
+    };
+    let mut rng = Rng::new(seed);
+    // SAFETY: a worker of the case: process context, no atomic section.
+    let ctx = unsafe { delay::MaySleep::new() };
+    while !r.stop.load(Ordering::Acquire) {
+        let i = rng.below(512);
+        fill(src.page_mut(0).ok_or(EINVAL)?, 1, i as u64)?;
+        let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
+        // SAFETY: `sp` is ours, allocated and not written during the call.
+        let _ = unsafe { dmem_client::gcma_dmem_rs_store_file(&key, i as _, sp) };
+        if rng.below(8) == 0 {
+            delay::cond_resched(&ctx);
+        }
+    }
+    Ok(())
+}
+
+/// A worker allocating ranges through `gcma_alloc_gfp()`: with `wide`,
+/// all of the area above `low` but the 64 to 128 pages at its bottom that
+/// the other allocator may hold (so over the lent pages at the top, which
+/// it discards), else a few pages.  No range may hold a page marked
+/// poisoned before the allocation started.
+fn race_allocator(r: &Race, seed: u64, low: usize, wide: bool) -> Result {
+    let area = r.area;
+    let nr = area.frames.nr_pages();
+    let mut rng = Rng::new(seed);
+    // SAFETY: a worker of the case: process context, no atomic section.
+    let ctx = unsafe { delay::MaySleep::new() };
+    let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
+    for _ in 0..RACE_ROUNDS {
+        let count = if wide {
+            nr - low - 64 - POISONS - rng.below(64)
+        } else {
+            1 + rng.below(64)
+        };
+        let before = r.snapshot()?;
+        // SAFETY: a reserved area; no warning, as the area may be short.
+        let p = unsafe { bindings::gcma_alloc_gfp(area.c.as_ptr(), count as _, 0, gfp) };
+        if p.is_null() {
+            delay::msleep(&ctx, 1);
+            continue;
+        }
+        // SAFETY: `p` is in the memory map.
+        let first = unsafe { bindings::page_to_pfn(p) } as usize - area.base_pfn;
+        let held = (first..first + count)
+            .filter(|&i| before.get(i / 64).is_some_and(|w| w & (1 << (i % 64)) != 0))
+            .count();
+        if held > 0 {
+            r.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        r.allocs.fetch_add(1, Ordering::Relaxed);
+        delay::cond_resched(&ctx);
+        // SAFETY: the range allocated above.
+        unsafe { bindings::gcma_release(area.c.as_ptr(), p, count as _) };
+    }
+    Ok(())
+}
+
+/// Marks [`POISONS`] pages of the area above `low` poisoned, each free or
+/// lent when chosen, while the allocators and the storer run.
+fn race_poisoner(r: &Race, seed: u64, low: usize) -> Result {
+    let area = r.area;
+    let nr = area.frames.nr_pages();
+    let mut rng = Rng::new(seed);
+    // SAFETY: a worker of the case: process context, no atomic section.
+    let ctx = unsafe { delay::MaySleep::new() };
+    // Only once a wide allocation discarded lent pages (at most 2 s): a
+    // page retired in the middle of the area keeps them from fitting.
+    let d = instances()?;
+    for _ in 0..2000 {
+        if d.file.dmem.stats().discards > r.discards {
+            break;
+        }
+        delay::msleep(&ctx, 1);
+    }
+    let mut n = 0;
+    while n < POISONS {
+        delay::msleep(&ctx, 2);
+        let i = low + rng.below(nr - low);
+        if r.marked[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) != 0 {
+            continue;
+        }
+        // Free or lent now: an allocation may be claiming it meanwhile,
+        // the race the case is about.
+        if area.map.lock().is_primary(i) {
+            continue;
+        }
+        poison(area, i);
+        r.marked[i / 64].fetch_or(1 << (i % 64), Ordering::Release);
+        n += 1;
+    }
+    Ok(())
+}
+
+/// Pages poisoned at random (free or lent ones, as `memory_failure()` can
+/// only mark them) while allocations of most of the area discard lent
+/// pages, small ones come and go below them, and a storer keeps lending:
+/// no allocation holds a page marked before it started; afterwards every
+/// marked page the area took back is retired, and once the case undoes
+/// them the area is whole, nothing abandoned.
+fn poison_races_allocations() -> Result {
+    let d = instances()?;
+    let area = area()?;
+    let nr = area.frames.nr_pages();
+    let s0 = stats(area);
+    let abandoned = kernel::mm::frames::abandoned_runs();
+    let discards = d.file.dmem.stats().discards;
+    // The lowest free page: the area may hold DMA buffers below it.
+    let low = {
+        let mut map = area.map.lock();
+        let out = map.alloc_primary(1, 0)?;
+        let _ = map.release_primary(out.start, 1);
+        out.start
+    };
+    let mut marked = KVec::with_capacity(nr.div_ceil(64), GFP_KERNEL)?;
+    for _ in 0..nr.div_ceil(64) {
+        marked.push(AtomicU64::new(0), GFP_KERNEL)?;
+    }
+    let r = Arc::new(
+        Race {
+            area,
+            marked,
+            failures: AtomicUsize::new(0),
+            allocs: AtomicUsize::new(0),
+            discards,
+            stop: AtomicBool::new(false),
+            done: AtomicUsize::new(0),
+        },
+        GFP_KERNEL,
+    )?;
+    // SAFETY: a KUnit case runs in process context, with no atomic section
+    // active.
+    let ctx = unsafe { delay::MaySleep::new() };
+    let workers = spawn_workers(&ctx, RACE_ALLOCATORS + 2, |i| {
+        let r = r.clone();
+        move || {
+            let res = match i {
+                0 => race_storer(&r, 0x5704e),
+                1 => race_poisoner(&r, 0xb0150, low),
+                _ => race_allocator(&r, 0xa110c + i as u64, low, i == 2),
+            };
+            if res.is_err() {
+                r.failures.fetch_add(1, Ordering::Relaxed);
+            }
+            r.done.fetch_add(1, Ordering::AcqRel);
+        }
+    });
+    let started = workers.started();
+    kunit_expect_eq!(started, RACE_ALLOCATORS + 2);
+    // The storer runs until the others are done.
+    while r.done.load(Ordering::Acquire) + 1 < started {
+        delay::msleep(&ctx, 5);
+    }
+    r.stop.store(true, Ordering::Release);
+    workers.join();
+    kunit_expect_eq!(r.failures.load(Ordering::Relaxed), 0);
+    kunit_expect!(r.allocs.load(Ordering::Relaxed) > 0);
+    kunit_expect!(d.file.dmem.stats().discards > discards);
+
+    // Back from DMEM: every page lent in the race returns, a marked one
+    // retired on the way.
+    dmem_client::gcma_dmem_rs_invalidate_sb(RACE_SB);
+    let s1 = stats(area);
+    kunit_expect_eq!(s1.secondary_lent_pages, s0.secondary_lent_pages);
+    kunit_expect!(s1.hwpoisoned_pages - s0.hwpoisoned_pages <= POISONS as u64);
+    pr_info!(
+        "poison race: {} allocations, {} of {} marked pages retired\n",
+        r.allocs.load(Ordering::Relaxed),
+        s1.hwpoisoned_pages - s0.hwpoisoned_pages,
+        POISONS
+    );
+    let mut undone = 0;
+    for i in 0..nr {
+        if r.marked[i / 64].load(Ordering::Relaxed) & (1 << (i % 64)) == 0 {
+            continue;
+        }
+        unpoison(area, i);
+        undone += usize::from(area.unretire(i, PageFate::Poisoned));
+    }
+    kunit_expect_eq!(undone as u64, s1.hwpoisoned_pages - s0.hwpoisoned_pages);
+    let s2 = stats(area);
+    kunit_expect_eq!(s2.hwpoisoned_pages, s0.hwpoisoned_pages);
+    kunit_expect_eq!(s2.primary_used_pages, s0.primary_used_pages);
+    kunit_expect_eq!(kernel::mm::frames::abandoned_runs(), abandoned);
+    kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "gcma_poison",
     cases: [
         poisoned_during_discard,
         failed_copy_retired,
-        bad_page_counted
+        bad_page_counted,
+        poison_races_allocations
     ],
 }
 
