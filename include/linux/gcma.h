@@ -77,6 +77,8 @@ struct gcma_area {
  *	DMEM copies, the last reference of a released page)
  * @release_pending_pages: released pages still referenced elsewhere,
  *	freed when their last reference goes
+ * @bad_pages: pages the page allocator's free steps found in a bad state
+ *	(and reported) and taken out of use for good
  */
 struct gcma_stats {
 	u64 total_pages;
@@ -88,6 +90,7 @@ struct gcma_stats {
 	u64 released;
 	u64 release_pending_pages;
 	u64 hwpoisoned_pages;
+	u64 bad_pages;
 };
 
 #ifdef CONFIG_GCMA

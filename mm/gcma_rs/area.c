@@ -207,6 +207,8 @@ static struct gcma_stat_attr gcma_stat_attrs[] = {
 	  offsetof(struct gcma_stats, release_pending_pages) },
 	{ __ATTR(hwpoisoned_pages, 0444, gcma_stat_show, NULL),
 	  offsetof(struct gcma_stats, hwpoisoned_pages) },
+	{ __ATTR(bad_pages, 0444, gcma_stat_show, NULL),
+	  offsetof(struct gcma_stats, bad_pages) },
 };
 
 /* 1 for an area reserved with ":thp" (transparent huge pages only). */
@@ -227,6 +229,7 @@ static struct attribute *gcma_attrs[] = {
 	&gcma_stat_attrs[5].attr.attr,
 	&gcma_stat_attrs[6].attr.attr,
 	&gcma_stat_attrs[7].attr.attr,
+	&gcma_stat_attrs[8].attr.attr,
 	&gcma_thp_attr.attr,
 	NULL,
 };

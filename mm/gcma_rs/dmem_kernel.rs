@@ -17,7 +17,10 @@ use core::{marker::PhantomData, pin::Pin, ptr::NonNull};
 use kernel::{
     alloc::Flags,
     bindings, delay,
-    mm::page_access::{ExclusivePage, SharedPage},
+    mm::{
+        frames::PageFate,
+        page_access::{ExclusivePage, SharedPage},
+    },
     new_spinlock,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
@@ -181,8 +184,10 @@ impl PageSupply for AreaSupply {
                 }
                 // Bad memory, found free: out of use for good.  The map
                 // has one page fewer to lend each time, so this ends.
-                if map.return_secondary(p).and_then(|()| map.retire(p)).is_ok() {
-                    s.area.note_retired(p);
+                if map.return_secondary(p).is_ok()
+                    && s.area.retire_in(&mut map, p, PageFate::Poisoned)
+                {
+                    s.area.note_retired(p, PageFate::Poisoned);
                 }
             };
             let Some(p) = p else { continue };
@@ -204,25 +209,29 @@ impl PageSupply for AreaSupply {
             return;
         };
         let pfn = s.area.base_pfn + p;
-        // Bad memory (a copy found it so, or `memory_failure()` marked it
-        // meanwhile): the free steps refuse it, having undone the lending,
-        // and it goes out of use for good instead of back to the map.
-        let poisoned = s.area.is_hwpoisoned(p);
         // The free steps run before the map frees the page: once it is
         // free, an allocation may take it and run the allocation steps.
         // SAFETY: an `IdlePage` is made only by the store's page table for
         // a page lent by `lend` that it no longer touches, and consumed
         // here: this call has the one right to end the lending.
-        if unsafe { s.area.frames.lent(p) }.give_back().is_err() && !poisoned {
-            pr_err!("dmem: page at pfn {:#x} in a bad state; kept lent\n", pfn);
-            return;
-        }
+        let freed = unsafe { s.area.frames.lent(p) }.give_back().is_ok();
+        // Bad memory (`memory_failure()` marked it, or a copy out of it
+        // failed) or a page the free steps found in a bad state (they
+        // reported it, having undone the lending): out of use for good
+        // instead of back to the map.
+        let fate = if s.area.is_hwpoisoned(p) || s.area.take_failed_copy(p) {
+            PageFate::Poisoned
+        } else if !freed {
+            PageFate::Bad
+        } else {
+            PageFate::Freed
+        };
         let mut map = s.area.map.lock();
         if map.return_secondary(p).is_err() {
             pr_err!("dmem: page at pfn {:#x} was not lent\n", pfn);
-        } else if poisoned && map.retire(p).is_ok() {
+        } else if s.area.retire_in(&mut map, p, fate) {
             drop(map);
-            s.area.note_retired(p);
+            s.area.note_retired(p, fate);
         }
     }
 }
@@ -231,13 +240,13 @@ impl PageSupply for AreaSupply {
 /// `/proc/allocinfo` counts the pages lent to DMEM under it, whoever's
 /// reclaim or swap-out stores a copy in them.  A tag is a static object
 /// that a C macro makes, so `area.c` holds it.
-struct LendTag {
+pub(crate) struct LendTag {
     tag: *mut bindings::alloc_tag,
     old: *mut bindings::alloc_tag,
 }
 
 impl LendTag {
-    fn enter() -> Self {
+    pub(crate) fn enter() -> Self {
         let mut old = core::ptr::null_mut();
         // SAFETY: FFI call; `old` is valid for writes; `Drop` restores.
         let tag = unsafe { bindings::gcma_lend_tag_enter(&mut old) };
@@ -305,8 +314,18 @@ impl PageAccess for AreaPages {
         let src = unsafe { SharedPage::from_raw(p) };
         // A page poisoned since it was filled is not read; one whose
         // memory fails during the copy raises a machine check that
-        // `copy_mc_highpage()` survives where the architecture can.
-        dst.copy_from_good_page(&src).is_ok()
+        // `copy_mc_highpage()` survives where the architecture can.  Only
+        // a read can raise one, so the area page is the bad one; the
+        // machine check handler only queues `memory_failure()`, so the
+        // page is recorded as bad here, for the supply (or an allocation
+        // that discards it) to retire.
+        if dst.copy_from_good_page(&src).is_ok() {
+            return true;
+        }
+        if let Some((s, i)) = self.0.span_of(from.page()) {
+            s.area.note_failed_copy(i);
+        }
+        false
     }
 }
 

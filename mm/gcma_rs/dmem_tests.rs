@@ -28,7 +28,7 @@ use kernel::{
 const CHUNK: usize = 64;
 
 /// The instances, or `ENODEV`.
-fn instances() -> Result<&'static Dmems> {
+pub(super) fn instances() -> Result<&'static Dmems> {
     dmems().ok_or_else(|| {
         kunit_expect!(false, "no DMEM instance: boot with gcma=16M");
         ENODEV
@@ -52,7 +52,7 @@ fn word(k: u64, gen: u64, i: usize) -> u64 {
 }
 
 /// Writes version `gen` of key `k` into `p`.
-fn fill(mut p: ExclusivePage<'_>, k: u64, gen: u64) -> Result {
+pub(super) fn fill(mut p: ExclusivePage<'_>, k: u64, gen: u64) -> Result {
     let mut buf = [0u64; CHUNK];
     for c in 0..PAGE_SIZE / 8 / CHUNK {
         for (j, w) in buf.iter_mut().enumerate() {

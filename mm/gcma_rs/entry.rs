@@ -75,7 +75,7 @@ impl Area {
         unsafe { bindings::gcma_trace_alloc_start(self.c.as_ptr(), count as _, align) };
         let t0 = local_clock_ns();
         let (page, ret) = match self.alloc(count, align, gfp) {
-            Ok(run) => (run.finish(), 0),
+            Ok(page) => (page, 0),
             Err(e) => (core::ptr::null_mut(), e.to_errno()),
         };
         let ns = ns_since(t0);

@@ -28,6 +28,9 @@
 //!   CMA) and the page allocator's free path.
 //! - [`pending`]: the pages with work pending from contexts where the map's
 //!   lock cannot be taken.
+//! - [`retire`]: pages found bad (hardware-poisoned, in a bad state, or a
+//!   copy out of them failed) taken out of use for good, and runs given
+//!   up because they hold such pages.
 //! - [`profile`]: phase timing of the allocation path, for the benchmark.
 //!
 //! This file holds the allocator state of each area in service, [`Area`]:
@@ -40,10 +43,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     bindings, c_str, delay,
     ffi::c_int,
-    mm::{
-        frames::{ClaimedRun, OwnedFrames, PageFate},
-        page_access,
-    },
+    mm::frames::{ClaimedRun, OwnedFrames, PageFate},
     new_spinlock,
     prelude::*,
     sync::{Arc, SpinLock, UniqueArc},
@@ -61,6 +61,7 @@ mod dmem_kernel;
 mod entry;
 mod frag;
 mod pending;
+mod retire;
 #[cfg(CONFIG_GCMA_THP)]
 mod thp;
 
@@ -68,6 +69,8 @@ mod thp;
 mod dmem_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod frag_tests;
+#[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_MEMORY_FAILURE))]
+mod poison_tests;
 #[cfg(CONFIG_GCMA_KUNIT_TEST)]
 mod tests;
 #[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_GCMA_THP))]
@@ -126,6 +129,10 @@ pub(crate) struct Area {
     /// First pages of releases made outside process context, still to be
     /// done; the page count is in the first page's private field.
     deferred: pending::PendingBits,
+    /// Lent pages a copy out of which failed (a machine check the copy
+    /// survived; `memory_failure()` only runs later, from a work item):
+    /// retired when their borrower gives them back.
+    failed_copies: pending::PendingBits,
     /// Does the releases in `deferred`, in process context.
     #[pin]
     release_work: Work<Area>,
@@ -137,6 +144,10 @@ pub(crate) struct Area {
     alloc_fail: AtomicUsize,
     /// Lent pages discarded for allocations.
     discarded: AtomicUsize,
+    /// Pages of `map.retired()` retired because the free steps found them
+    /// in a bad state (the others are hardware-poisoned); changed and read
+    /// under the map's lock.
+    bad: AtomicUsize,
     /// Releases (calls of `gcma_release()` that released pages).
     released: AtomicUsize,
 }
@@ -173,7 +184,7 @@ pub(crate) fn area_of_pfn(pfn: usize) -> Option<&'static Area> {
 impl Area {
     /// Allocates `count` pages whose first page frame number is aligned to
     /// `1 << align` pages, with `gfp` as the page allocator takes it, and
-    /// returns the run of pages, ready to be finished.
+    /// returns the first page: the pages are the caller's.
     ///
     /// The search holds the lock for at most [`TRIES_PER_LOCK`] tries at a
     /// time.  When it resumes, pages below where it stopped may have been
@@ -182,38 +193,74 @@ impl Area {
     /// fails only if, during one whole pass, no aligned range was free.
     ///
     /// Pages lent to secondary clients inside the range are discarded
-    /// outside the lock, as the `area_map` protocol requires, before the
-    /// run is returned; the run takes them as they are when `gfp` allows.
+    /// outside the lock, as the `area_map` protocol requires; the run takes
+    /// them as they are when `gfp` allows.
     ///
-    /// A range found to hold hardware-poisoned pages is not returned: they
-    /// are taken out of use for good ([`Area::retire_poisoned`]) and the
-    /// search starts again.
+    /// A range found to hold hardware-poisoned pages, or lent pages in a
+    /// bad state, once every lent page was taken (a page may be poisoned
+    /// while the discard sleeps), is not returned: those pages are taken
+    /// out of use for good, the others freed ([`Area::give_up`]), and the
+    /// search starts again.  Each such round retires at least one page, so
+    /// the retries end.
     pub(crate) fn alloc(
         &self,
         count: usize,
         align: u32,
         gfp: bindings::gfp_t,
-    ) -> Result<ClaimedRun<'_>> {
-        let run = loop {
-            let out = self.search(count, align)?;
-            // SAFETY: the map claimed `out` for this allocation alone: its
-            // pages are free or lent, and the lent ones reach the run
-            // through the discard below.
-            let mut run = unsafe { self.frames.claim(out.start, out.count, gfp) };
-            let poisoned = self.has_poisoned(&out);
-            if poisoned {
-                run.forbid_handoff();
-            }
-            if out.lent > 0 {
+    ) -> Result<*mut bindings::page> {
+        loop {
+            let (mut run, lent) = self.claim(count, align, gfp)?;
+            if lent > 0 {
                 self.discard(&mut run);
             }
-            if !poisoned {
-                break run;
+            if let Some(page) = self.complete(run) {
+                self.alloc_success.fetch_add(1, Ordering::Relaxed);
+                return Ok(page);
             }
-            self.retire_poisoned(run);
+        }
+    }
+
+    /// The first step of [`Area::alloc`]: claims a range and returns its
+    /// run, with the number of its pages that are lent (to be discarded,
+    /// [`Area::discard`], before the run is completed).
+    pub(crate) fn claim(
+        &self,
+        count: usize,
+        align: u32,
+        gfp: bindings::gfp_t,
+    ) -> Result<(ClaimedRun<'_>, usize)> {
+        let out = self.search(count, align)?;
+        // SAFETY: the map claimed `out` for this allocation alone: its
+        // pages are free or lent, and the lent ones reach the run through
+        // `discard` (the caller's part, documented above).
+        let run = unsafe { self.frames.claim(out.start, out.count, gfp) };
+        Ok((run, out.lent))
+    }
+
+    /// The last step of [`Area::alloc`]: finishes `run`, all of whose lent
+    /// pages were taken, into an allocation and returns its first page; or,
+    /// if it holds hardware-poisoned or bad pages, gives it up and returns
+    /// `None`.
+    ///
+    /// A lent page a copy out of which failed (see
+    /// [`Area::note_failed_copy`]) counts as poisoned.
+    pub(crate) fn complete(&self, run: ClaimedRun<'_>) -> Option<*mut bindings::page> {
+        let end = run.start() + run.count();
+        // Once a copy failed, every allocation looks at its pages' bits
+        // (`maybe_any()` stays set): a cost paid only on a machine that
+        // survived a machine check.
+        let failed = self.failed_copies.maybe_any()
+            && (run.start()..end).any(|i| self.failed_copies.is_set(i));
+        let run = if failed {
+            run
+        } else {
+            match run.finish() {
+                Ok(page) => return Some(page),
+                Err(run) => run,
+            }
         };
-        self.alloc_success.fetch_add(1, Ordering::Relaxed);
-        Ok(run)
+        self.give_up(run);
+        None
     }
 
     /// Claims `count` free pages aligned to `1 << align` pages, as
@@ -256,67 +303,6 @@ impl Area {
     /// Whether page `page` of the area is hardware-poisoned.
     pub(crate) fn is_hwpoisoned(&self, page: usize) -> bool {
         self.frames.is_hwpoisoned(page)
-    }
-
-    /// Logs that page `page` was taken out of use for good (bad memory).
-    pub(crate) fn note_retired(&self, page: usize) {
-        pr_warn!(
-            "{}: page at pfn {:#x} is hardware-poisoned: taken out of use\n",
-            self.name(),
-            self.base_pfn + page
-        );
-    }
-
-    /// Whether the freshly claimed range `out` holds a hardware-poisoned
-    /// page: never when no page of the system is poisoned, which is then
-    /// known without reading a `struct page`.
-    ///
-    /// A page poisoned while free has no reference and is no buddy page:
-    /// `memory_failure()` only marks it, so GCMA finds it where it takes
-    /// pages (here, and where DMEM borrows or copies them).
-    fn has_poisoned(&self, out: &area_map::AllocOutcome) -> bool {
-        page_access::any_hwpoisoned()
-            && (out.start..out.start + out.count).any(|p| self.is_hwpoisoned(p))
-    }
-
-    /// Takes the hardware-poisoned pages of `run`, whose lent pages were
-    /// discarded without handoff, out of use, and frees the others.  Each
-    /// call retires at least one page, which no later search finds: the
-    /// caller's retries end.
-    fn retire_poisoned(&self, run: ClaimedRun<'_>) {
-        let (start, count) = match run.give_up() {
-            Ok(range) => range,
-            Err(run) => {
-                // Cannot happen: the handoff was forbidden.  The pages
-                // stay allocated rather than free in an unknown state.
-                pr_err!("{}: poisoned range kept: pages handed off\n", self.name());
-                let _ = run.finish();
-                return;
-            }
-        };
-        let end = start + count;
-        // The range is the caller's: nobody else changes its bits.  The
-        // flags are read again, a page at a time under the lock.
-        let mut run = start;
-        for p in start..end {
-            if !self.is_hwpoisoned(p) {
-                continue;
-            }
-            let retired = {
-                let mut map = self.map.lock();
-                if p > run {
-                    let _ = map.release_primary(run, p - run);
-                }
-                map.retire(p).is_ok()
-            };
-            if retired {
-                self.note_retired(p);
-            }
-            run = p + 1;
-        }
-        if end > run {
-            let _ = self.map.lock().release_primary(run, end - run);
-        }
     }
 
     /// Has the secondary clients drop the lent pages of the freshly
@@ -397,11 +383,9 @@ impl Area {
             if fate == PageFate::Freed {
                 return;
             }
-            if fate == PageFate::Poisoned && self.map.lock().retire(i).is_ok() {
-                self.note_retired(i);
-            }
-            // Freed later by the free path when still referenced; kept out
-            // of use when bad.
+            // Freed later by the free path when still referenced; out of
+            // use for good when poisoned or bad.
+            self.retire(i, fate);
             if i > free_from {
                 self.free(free_from, i - free_from);
             }
@@ -503,7 +487,7 @@ impl Area {
     /// free paths gave back freed first.
     pub(crate) fn stats(&self) -> bindings::gcma_stats {
         self.drain_returned();
-        let (total, used, lent, releasing, retired) = {
+        let (total, used, lent, releasing, retired, bad) = {
             let map = self.map.lock();
             (
                 map.nr_pages(),
@@ -511,6 +495,7 @@ impl Area {
                 map.secondary_lent(),
                 map.releasing(),
                 map.retired(),
+                self.bad.load(Ordering::Relaxed),
             )
         };
         let get = |c: &AtomicUsize| c.load(Ordering::Relaxed) as u64;
@@ -525,7 +510,8 @@ impl Area {
             discarded_pages: get(&self.discarded),
             released: get(&self.released),
             release_pending_pages: releasing.saturating_sub(retired) as u64,
-            hwpoisoned_pages: retired as u64,
+            hwpoisoned_pages: retired.saturating_sub(bad) as u64,
+            bad_pages: bad as u64,
         }
     }
 }
@@ -554,6 +540,7 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     let free = map.free();
     let returned = pending::PendingBits::new(nr_pages)?;
     let deferred = pending::PendingBits::new(nr_pages)?;
+    let failed_copies = pending::PendingBits::new(nr_pages)?;
     let n = NR_IN_SERVICE.load(Ordering::Relaxed);
     if n >= IN_SERVICE.len() {
         return Err(ENOSPC);
@@ -574,11 +561,13 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
         map <- new_spinlock!(map, "gcma_area"),
         returned,
         deferred,
+        failed_copies,
         release_work <- new_work!("gcma_area::release_work"),
         lat: [const { AtomicUsize::new(0) }; LAT_BUCKETS],
         alloc_success: AtomicUsize::new(0),
         alloc_fail: AtomicUsize::new(0),
         discarded: AtomicUsize::new(0),
+        bad: AtomicUsize::new(0),
         released: AtomicUsize::new(0),
     })) {
         Ok(state) => Arc::from(state),

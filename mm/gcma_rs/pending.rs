@@ -82,6 +82,18 @@ impl PendingBits {
         i < self.nr_pages && self.words[i / BITS].load(Ordering::Relaxed) & (1 << (i % BITS)) != 0
     }
 
+    /// Clears page `i`'s bit and returns whether it was set.  Any context;
+    /// never blocks.  The word's summary bit and `hint` stay as they are:
+    /// a later pass finds the word empty.
+    pub(crate) fn take(&self, i: usize) -> bool {
+        if i >= self.nr_pages {
+            return false;
+        }
+        let bit = 1 << (i % BITS);
+        // Acquire: pairs with the setter's release, as a pass's swap does.
+        self.words[i / BITS].fetch_and(!bit, Ordering::Acquire) & bit != 0
+    }
+
     /// Whether some bit may be set.
     pub(crate) fn maybe_any(&self) -> bool {
         self.hint.load(Ordering::Acquire)

@@ -521,14 +521,24 @@ mod registry {
         kunit_expect!(release(c, page, 4));
         kunit_expect_eq!(abandoned_runs(), abandoned);
 
-        let given_up = area.alloc(4, 2, gfp)?.give_up();
-        kunit_expect!(given_up.is_ok());
-        if let Ok((start, count)) = given_up {
-            kunit_expect!(area.map.lock().release_primary(start, count).is_ok());
-        }
+        // Given up: each page reported free, for the caller's map.
+        let (run, _) = area.claim(4, 2, gfp)?;
+        let (start, count) = (run.start(), run.count());
+        let mut fates = 0;
+        run.give_up(|_, fate| {
+            fates += 1;
+            kunit_expect_eq!(fate, kernel::mm::frames::PageFate::Freed);
+        });
+        kunit_expect_eq!(fates, 4);
+        kunit_expect!(area.map.lock().release_primary(start, count).is_ok());
         kunit_expect_eq!(abandoned_runs(), abandoned);
+        // Given up through the area: freed in the map too.
+        let (run, _) = area.claim(4, 2, gfp)?;
+        area.give_up(run);
+        kunit_expect_eq!(abandoned_runs(), abandoned);
+        kunit_expect_eq!(stats(c).primary_used_pages, before.primary_used_pages);
 
-        let run = area.alloc(4, 2, gfp)?;
+        let (run, _) = area.claim(4, 2, gfp)?;
         let (start, count) = (run.start(), run.count());
         kunit_expect_eq!(run.handed(), 0);
         drop(run);

@@ -397,4 +397,18 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
         self.retired += 1;
         Ok(())
     }
+
+    /// Undoes [`AreaMap::retire`] of `page`, whose memory a test made look
+    /// bad: the page is free again.  Errors, with the map unchanged:
+    /// `EINVAL` if no page is retired or `page` is not releasing.
+    // Used only by the KUnit suites, which retire pages on purpose.
+    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
+    pub(crate) fn unretire(&mut self, page: usize) -> Result {
+        if self.retired == 0 || page >= self.nr_pages || !Self::bit(&self.releasing, page) {
+            return Err(EINVAL);
+        }
+        self.release_primary(page, 1)?;
+        self.retired -= 1;
+        Ok(())
+    }
 }

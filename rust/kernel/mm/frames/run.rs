@@ -4,8 +4,8 @@
 //! allocation assembles ([`ClaimedRun`]) and an allocation its owner let
 //! go of ([`ReleasedRun`]).
 
-use super::{block_order, ref_count, set_refcounted, LentPage, OwnedFrames, GFP_COMP};
-use crate::{bindings, prelude::*};
+use super::{block_order, hwpoisoned, ref_count, set_refcounted, LentPage, OwnedFrames, GFP_COMP};
+use crate::{bindings, mm::page_access, prelude::*};
 use core::{
     mem::ManuallyDrop,
     sync::atomic::{AtomicBool, AtomicUsize, Ordering},
@@ -46,16 +46,33 @@ fn abandoned(what: &str, pfn: usize, count: usize) {
     }
 }
 
+/// The private field of a page a run took from its lending whose free
+/// steps found it in a bad state (see [`ClaimedRun::take_lent_mask`]).  No
+/// free page has it: the free steps clear the field, and so do the
+/// allocation steps.
+const BAD_MARK: usize = 0x6261_645f_7061_6765;
+
 /// A run of pages an allocation is assembling.
 ///
 /// # Invariants
 ///
 /// Pages `start..start + count` of `frames` were claimed for this
-/// allocation alone; each is free, lent (to be taken through
-/// [`ClaimedRun::take_lent`]), or one of the `handed` lent pages taken as
-/// they are: allocation steps done and one reference, by which `finish`
-/// tells them apart (a free page has none).  `handed` is 0 unless
-/// `handoff`.
+/// allocation alone; each is
+///
+/// - free,
+/// - lent (to be taken through [`ClaimedRun::take_lent`]),
+/// - one of the `handed` lent pages taken as they are: allocation steps
+///   done and one reference (speculative references of pfn walkers may
+///   come and go on top), by which `finish` and `give_up` tell them apart
+///   (no free page has one),
+/// - or one of the `bad` lent pages whose free steps found them in a bad
+///   state: its private field [`BAD_MARK`] (its reference count may be
+///   anything, one of the states the free steps report), to be kept out
+///   of use.
+///
+/// `handed` is 0 unless `handoff`.  A free page may be hardware-poisoned
+/// (`memory_failure()` only marks a page without a reference that is not
+/// a buddy page): `finish` refuses a run with such a page or a bad one.
 ///
 /// Dropping a run without [`ClaimedRun::finish`] or [`ClaimedRun::give_up`]
 /// leaks its pages, and is reported and counted ([`abandoned_runs`]).
@@ -67,6 +84,7 @@ pub struct ClaimedRun<'a> {
     gfp: bindings::gfp_t,
     handoff: bool,
     handed: usize,
+    bad: usize,
     /// `check_pages_enabled`, read once per run.
     check_pages: bool,
 }
@@ -89,6 +107,7 @@ impl<'a> ClaimedRun<'a> {
             gfp,
             handoff,
             handed: 0,
+            bad: 0,
             check_pages,
         }
     }
@@ -110,6 +129,12 @@ impl<'a> ClaimedRun<'a> {
         self.handed
     }
 
+    /// Returns how many lent pages the free steps found in a bad state when
+    /// the run took them: the run cannot be finished, only given up.
+    pub fn bad(&self) -> usize {
+        self.bad
+    }
+
     /// Takes a lent page of the run, which its borrower let go of.
     ///
     /// A page exactly as its lending left it becomes a page of the
@@ -117,8 +142,9 @@ impl<'a> ClaimedRun<'a> {
     /// allocation tag keep the lending as its allocation until `finish`
     /// moves the tag), when the allocation allows it (plain pages, and no
     /// tag-based KASAN).  Otherwise it gets the free steps, whose checks
-    /// report a page in a bad state, and is prepared with the free pages.
-    /// Does not sleep.
+    /// report a page in a bad state: such a page is kept out of the
+    /// allocation (see [`ClaimedRun::bad`]); the others are prepared with
+    /// the free pages.  Does not sleep.
     ///
     /// Returns the page back if it is not a page of this run.
     #[inline]
@@ -153,7 +179,7 @@ impl<'a> ClaimedRun<'a> {
     #[inline]
     pub unsafe fn take_lent_mask(&mut self, base: usize, mask: u64) -> u64 {
         let (start, count) = (self.start, self.count);
-        let (mut m, mut outside, mut handed) = (mask, 0, 0);
+        let (mut m, mut outside, mut handed, mut bad) = (mask, 0, 0, 0);
         // The run's flags, read once: the compiler cannot keep them in
         // registers across the stores to the pages.
         let (handoff, check_pages) = (self.handoff, self.check_pages);
@@ -177,17 +203,21 @@ impl<'a> ClaimedRun<'a> {
                 // becomes a page of the run, handed off.
                 unsafe { set_refcounted(self.frames.page(index)) };
                 handed += 1;
-            } else {
-                // A page in a bad state is reported by the free steps, and
-                // then prepared with the others: the run is the
-                // allocation's already (unlike the page allocator, which
-                // would drop the block and try another).
-                let _ = lent.give_back();
+            } else if lent.give_back().is_err() && !self.frames.is_hwpoisoned(index) {
+                // The free steps reported the page in a bad state.  It
+                // stays out of the allocation: `finish` refuses the run,
+                // and `give_up` reports the page bad.  A poisoned page
+                // keeps its flag, by which both find it.
+                // SAFETY: the page is the run's, with no reference and no
+                // user: its private field is ours.
+                unsafe { bindings::rsmm_set_page_private(self.frames.page(index), BAD_MARK as _) };
+                bad += 1;
             }
         }
-        // INVARIANT: `handoff` held for each page counted, and each has
-        // its reference.
+        // INVARIANT: `handoff` held for each page counted in `handed`, and
+        // each has its reference; each page counted in `bad` is marked.
         self.handed += handed;
+        self.bad += bad;
         outside
     }
 
@@ -201,10 +231,31 @@ impl<'a> ClaimedRun<'a> {
     /// if the allocation asks for it or `init_on_free` wants a page's data
     /// gone before its next owner, and the allocation's tag replaces the
     /// lending's.  The pages are the caller's from here on.
+    ///
+    /// A run that holds a page found in a bad state or marked
+    /// hardware-poisoned is not finished: it is returned, to be given up
+    /// ([`ClaimedRun::give_up`]).  The flags are read here, after every lent
+    /// page was taken, so a page poisoned while the caller waited for the
+    /// lent ones (a discard may sleep) is found too.  They are read only
+    /// while some page of the system is poisoned.
     #[inline]
-    pub fn finish(self) -> *mut bindings::page {
+    pub fn finish(self) -> Result<*mut bindings::page, Self> {
+        if self.bad > 0 || self.has_poisoned() {
+            return Err(self);
+        }
         // The run's obligation ends here: no report on the way out.
-        ManuallyDrop::new(self).prepare()
+        Ok(ManuallyDrop::new(self).prepare())
+    }
+
+    /// Whether a page of the run is marked hardware-poisoned: never when
+    /// no page of the system is, which is then known without reading a
+    /// `struct page`.
+    fn has_poisoned(&self) -> bool {
+        page_access::any_hwpoisoned()
+            && (self.start..self.start + self.count).any(|i| {
+                // SAFETY: a page of the range is in the memory map.
+                unsafe { hwpoisoned(self.frames.page(i)) }
+            })
     }
 
     /// The steps of [`ClaimedRun::finish`].
@@ -285,26 +336,56 @@ impl<'a> ClaimedRun<'a> {
         first
     }
 
-    /// Makes the run take no lent page as it is: each gets the free steps
-    /// instead (a run that will be given up, as one with poisoned pages).
-    /// Has no effect once a page was handed off.
-    pub fn forbid_handoff(&mut self) {
-        if self.handed == 0 {
-            self.handoff = false;
-        }
+    /// Gives up the run: every page of it leaves the run's hands, and is
+    /// passed to `fate` with what became of it, in order:
+    ///
+    /// - [`PageFate::Freed`]: free (a handed-off page got its reference
+    ///   dropped and the free steps);
+    /// - [`PageFate::Referenced`]: a handed-off page someone else holds a
+    ///   speculative reference to: the page allocator's free paths give it
+    ///   back to the owner when that goes;
+    /// - [`PageFate::Poisoned`]: marked hardware-poisoned, free steps done
+    ///   or refused: it must be kept out of use for good;
+    /// - [`PageFate::Bad`]: found in a bad state by the free steps (and
+    ///   reported): it must be kept out of use.
+    ///
+    /// Does not sleep.
+    pub fn give_up(self, fate: impl FnMut(usize, PageFate)) {
+        // The run's obligation ends here: no report on the way out.
+        ManuallyDrop::new(self).undo(fate)
     }
 
-    /// Gives up a run that took no lent page as it is (`handed() == 0`, as
-    /// when no handoff was allowed): every page of it is free again.
-    /// Returns the run's start and count, for the caller's bookkeeping to
-    /// free, or the run itself if it holds handed-off pages.
-    pub fn give_up(self) -> Result<(usize, usize), Self> {
-        if self.handed > 0 {
-            return Err(self);
+    /// The steps of [`ClaimedRun::give_up`].
+    fn undo(&self, mut fate: impl FnMut(usize, PageFate)) {
+        for i in self.start..self.start + self.count {
+            let page = self.frames.page(i);
+            // SAFETY: a page of the run, ours (type invariant): its count,
+            // flags and private field may be read, and its reference, if
+            // it has one (a handed-off page), dropped once.
+            let what = unsafe {
+                // A bad page may have a reference (someone else's, never
+                // to be dropped here): its mark is looked at first.
+                if self.bad > 0 && bindings::rsmm_page_private(page) as usize == BAD_MARK {
+                    bindings::rsmm_set_page_private(page, 0);
+                    PageFate::Bad
+                } else if self.handed > 0 && ref_count(page) != 0 {
+                    if !bindings::rsmm_put_page_testzero(page) {
+                        PageFate::Referenced
+                    } else if bindings::rsmm_frames_free_pages_prepare(page, 0) {
+                        PageFate::Freed
+                    } else if hwpoisoned(page) {
+                        PageFate::Poisoned
+                    } else {
+                        PageFate::Bad
+                    }
+                } else if hwpoisoned(page) {
+                    PageFate::Poisoned
+                } else {
+                    PageFate::Freed
+                }
+            };
+            fate(i, what);
         }
-        // The run's obligation ends here: no report on the way out.
-        let run = ManuallyDrop::new(self);
-        Ok((run.start, run.count))
     }
 }
 
@@ -316,19 +397,20 @@ impl Drop for ClaimedRun<'_> {
     }
 }
 
-/// What became of a released page (see [`ReleasedRun::put`]).
+/// What became of a released page (see [`ReleasedRun::put`]), or of a
+/// page of a run given up (see [`ClaimedRun::give_up`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageFate {
-    /// Its last reference went: it is free.
+    /// Its last reference went (or it never had one): it is free.
     Freed,
     /// Someone still holds a reference: the page allocator's free paths
     /// give it back to the owner when the last one goes.
     Referenced,
-    /// Its last reference went and it is hardware-poisoned: it must be
-    /// kept out of use for good.
+    /// It has no reference left and is hardware-poisoned: it must be kept
+    /// out of use for good.
     Poisoned,
-    /// Its last reference went and the free steps found it in a bad state
-    /// (and reported it): it must be kept out of use.
+    /// It has no reference left and the free steps found it in a bad state
+    /// (and reported it): it must be kept out of use for good.
     Bad,
 }
 

@@ -874,6 +874,19 @@ fn retired_pages_are_never_handed_out() {
     assert_eq!(m.begin_release(2, 1), Err(EEXIST));
     assert_eq!(m.retire(n), Err(EINVAL));
     m.check_invariants().unwrap();
+    // A test's undo: the page is free again, and only a retired one can be.
+    for p in got {
+        m.release_primary(p, 1).unwrap();
+    }
+    assert_eq!(m.unretire(1), Err(EINVAL));
+    m.unretire(2).unwrap();
+    assert_eq!(m.retired(), 2);
+    assert_eq!(m.free(), n - 2);
+    m.check_invariants().unwrap();
+    // Page 0 (`b`) is still retired; 1 and 2 are free.
+    assert_eq!(b.start, 0);
+    assert_eq!(m.alloc_primary(2, 0).unwrap().start, 1);
+    m.check_invariants().unwrap();
 }
 
 /// One step of a random sequence.
