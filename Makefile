@@ -38,10 +38,7 @@ prepare: setup
 kunit: setup
 	@tools/kunit/run.sh $(FILTER)
 
-host-arm64: setup
-	@tools/arm64/run.sh
-
-test: setup
+host-test: setup
 	@tools/build/host-test.sh
 
 scenarios: setup
