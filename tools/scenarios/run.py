@@ -201,7 +201,7 @@ Q35_MAX_MIB = 2816
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
 LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
 SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group", "selftests",
-               "duration", "arch", "dtsi"}
+               "duration", "arch", "dtsi", "machine"}
 
 # --jobs auto: one boot per host CPU (a TCG guest of 2 vCPUs kept 1.1 of
 # this 2-core host's CPUs busy on average, its vCPUs idle at times), as
@@ -299,6 +299,9 @@ class Scenario:
                     self.meta[key] = parse_int(self.meta[key], what, lo, hi)
                 except UsageError as e:
                     raise UsageError("%s: header: %s" % (self.path, e))
+        if self.meta.get("machine", "q35") not in ("q35", "pc"):
+            raise UsageError("%s: header: machine: %r (q35 or pc)"
+                             % (self.path, self.meta["machine"]))
         try:
             if "mem" in self.meta:
                 parse_size_mib(self.meta["mem"], "mem")
@@ -872,7 +875,8 @@ def qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path):
     # 2.75 GiB of RAM below 4 GiB (2 GiB when there is more), where pc
     # keeps up to 3.5 GiB: a larger guest stays on pc, so that its memory
     # stays in one zone (DMA32), as the THP scenarios were written for.
-    machine = "q35" if cfg.mem_mib <= Q35_MAX_MIB else "pc"
+    # A scenario may name its machine ("# machine: pc"), see README.md.
+    machine = sc.meta.get("machine") or ("q35" if cfg.mem_mib <= Q35_MAX_MIB else "pc")
     cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
            "-machine", machine,
            "-smp", smp_topology(cfg.smp, cfg.numa), "-m", "%dM" % cfg.mem_mib,

@@ -4,7 +4,15 @@
 # mem: 2G
 # disk: 128M
 # timeout: 1200
+# machine: pc
 # selftests: mm
+#
+# On pc, not q35 (run.py's default for 2 GiB): on q35, migration-2s's
+# shared_anon_htlb failed in the on pass in 2 of 4 runs (move_pages()
+# left the shared hugetlb page where it was 100 times in a row, "Didn't
+# migrate 1 pages"), never in the off pass, never on pc in any earlier
+# CI run; crosscheck_diffs stayed 0.  Not explained yet: this keeps the
+# setting every earlier result was measured in until it is.
 #
 # RCXVM (issue 28) shares the passes: where the kernel has
 # /sys/kernel/mm/rcxvm/enabled, the on pass runs with mprotect()'s fast
