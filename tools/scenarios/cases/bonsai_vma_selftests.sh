@@ -10,9 +10,9 @@
 # On pc, not q35 (run.py's default for 2 GiB): on q35, migration-2s's
 # shared_anon_htlb failed in the on pass in 2 of 4 runs (move_pages()
 # left the shared hugetlb page where it was 100 times in a row, "Didn't
-# migrate 1 pages"), never in the off pass, never on pc in any earlier
-# CI run; crosscheck_diffs stayed 0.  Not explained yet: this keeps the
-# setting every earlier result was measured in until it is.
+# migrate 1 pages"), on pc once in all CI runs (6878b88).  That is a
+# known race of the test's shared cases (migration_raced below), which
+# now gets a second run; pc keeps the chance of two in a row small.
 #
 # RCXVM (issue 28) shares the passes: where the kernel has
 # /sys/kernel/mm/rcxvm/enabled, the on pass runs with mprotect()'s fast
@@ -44,8 +44,10 @@
 # skipped, and the first check says so).  A test stopped by a known
 # race of uffd-unit-tests' events cases (uffd_copy_raced, below) or by
 # khugepaged's compound collapse failing for want of a huge page
-# (compound_collapse_failed) runs once more, and its check line says so;
-# a wrong lookup of the index would also show in crosscheck_diffs.
+# (compound_collapse_failed) runs once more, and its check line says so,
+# so does migration-2s stopped in a shared case by a known race
+# (migration_raced).  A wrong lookup of the index would also show in
+# crosscheck_diffs.
 # That the comparison can fail is checked too: a copy of one test's
 # summary with another pass count must not compare equal to it; and a
 # copy of pagemap_ioctl's run with one skip more than GUEST_SKIPS lists
@@ -161,6 +163,66 @@ compound_collapse_failed() {
 		grep -q 'different compound pages\.\.\..*Fail: Bad return value'
 }
 
+# migration_raced OUTFILE: migration-2s failed only in its shared cases
+# (shared_anon, shared_anon_htlb), each because move_pages() left the
+# page where it was MAX_RETRIES times in a row ("Didn't migrate 1
+# pages"), with no other case failing.  A known race of those cases
+# (linux-mm, August and December 2024: a reader that faults in the
+# moment between the migrating thread's clearing of the PTE and its
+# setting of the migration entry finds no entry, looks the folio up in
+# the page cache, takes a reference and sleeps on the folio lock; while
+# it sleeps, holding that reference and, for hugetlb, its VMA's
+# hugetlb lock for read, every retry fails).  Upstream made the test
+# retry 100 times for it; under TCG a reader's vCPU can stay off the
+# host CPU for all 100.  Seen in the on pass only: on q35 in 2 of 4
+# runs (2026-11-26), on pc in the CI run of 6878b88, never in the CI
+# runs on pc before it; crosscheck_diffs was 0 each time.  Not seen in
+# 46 runs on 2026-11-26 at 6878b88: the test alone 8 times in each
+# setting (pgmigrate_fail grew by 512, one huge folio refused and then
+# moved on a retry, in 2 of 8 runs in each setting: the race itself
+# does not depend on the setting), 12 and 10 times beside a second
+# guest, and in 8 on passes with the tests before it.  The on pass's
+# crosscheck makes each fault slower, so the reader spends more of its
+# time in faults, which may be why only that pass showed it.  (RCXVM's
+# reader exclusion leaves shared and hugetlb VMAs alone; in 4 runs on
+# q35 with rcxvm=never the test passed each time.)  A case that fails
+# twice in a row still fails the check; migration_raced_checked below
+# makes sure a failure of another kind is not taken for the race.
+migration_raced() {
+	local txt
+	txt=$(tr -d '\033' <"$1" | tr '\r' '\n')
+	printf '%s\n' "$txt" | grep -q "^Didn't migrate [0-9]* pages" || return 1
+	printf '%s\n' "$txt" | grep -q '^not ok [0-9]* migration\.shared_anon' || return 1
+	! printf '%s\n' "$txt" | grep '^not ok ' |
+		grep -v -q '^not ok [0-9]* migration\.shared_anon'
+}
+
+# migration_raced_checked: migration_raced takes a run like the one CI
+# saw (6878b88) for the race, and the same run with a private case
+# failing too, or with the shared case failing for another reason, not.
+migration_raced_checked() {
+	local f=/tmp/migration_raced.out
+	printf '%s\n' 'ok 5 migration.private_anon_htlb' \
+		"Didn't migrate 1 pages" \
+		'# migration.c:310:shared_anon_htlb:Expected migrate(ptr, self->n1, self->n2) (-2)' \
+		'not ok 6 migration.shared_anon_htlb' >$f
+	if ! migration_raced $f; then
+		echo "the run CI saw is not taken for the race"
+		return 1
+	fi
+	sed 's/^ok 5 /not ok 5 /' $f >$f.2
+	if migration_raced $f.2; then
+		echo "a failed private case is taken for the race"
+		return 1
+	fi
+	sed "s/^Didn't migrate 1 pages/Couldn't migrate pages: Bad address/" $f >$f.2
+	if migration_raced $f.2; then
+		echo "a move_pages() error is taken for the race"
+		return 1
+	fi
+	echo "the race is told from other failures"
+}
+
 # collapse_alloc_failed: /proc/vmstat's thp_collapse_alloc_failed.
 collapse_alloc_failed() {
 	awk '$1 == "thp_collapse_alloc_failed" { print $2 }' /proc/vmstat
@@ -183,6 +245,8 @@ run_test() {
 	why=
 	if [ $rc -ne 0 ] && uffd_copy_raced "$OUT/$pass/$tag.out"; then
 		why="UFFDIO_COPY -ENOENT in an events case"
+	elif [ $rc -ne 0 ] && migration_raced "$OUT/$pass/$tag.out"; then
+		why="move_pages() of a shared case refused 100 times in a row"
 	elif [ $rc -ne 0 ] && compound_collapse_failed "$OUT/$pass/$tag.out"; then
 		af=$(collapse_alloc_failed)
 		af=$((${af:-0} - af0))
@@ -268,6 +332,7 @@ else
 	log "run with the index only (clean runs): $(selftest_tags_except "$TESTS" "$again")"
 	selftest_catches_difference $OUT/on "${TESTS%%:*}"
 	selftest_catches_unknown_skip $OUT/on pagemap_ioctl "$GUEST_SKIPS"
+	check migration_raced_checked migration_raced_checked
 
 	if [ "$BONSAI_VMA" = 1 ]; then
 		log "counters before the on pass: $c1"
