@@ -1565,28 +1565,26 @@ def self_test():
     return len(failed)
 
 
+# Where each architecture's kernel image carries its magic, and what the
+# error says when it does not: the x86 boot protocol header has "HdrS" at
+# offset 0x202; an arm64 Image has "ARM\\x64" at offset 0x38.
+KERNEL_MAGIC = {
+    "x86_64": (0x202, b"HdrS", "an x86 bzImage (use arch/x86/boot/bzImage, not vmlinux)"),
+    "arm64": (0x38, b"ARM\x64", "an arm64 Image"),
+}
+
+
 def check_bzimage(path):
-    """The x86 boot protocol header has "HdrS" at offset 0x202; an arm64
-    Image has "ARM\\x64" at offset 0x38."""
-    if ARCH == "arm64":
-        try:
-            with open(path, "rb") as f:
-                f.seek(0x38)
-                magic = f.read(4)
-        except OSError as e:
-            raise UsageError("kernel %s: %s" % (path, e))
-        if magic != b"ARM\x64":
-            raise UsageError("kernel %s is not an arm64 Image" % path)
-        return
+    """Refuses a file that is not a kernel image of ARCH."""
+    offset, magic, what = KERNEL_MAGIC[ARCH]
     try:
         with open(path, "rb") as f:
-            f.seek(0x202)
-            magic = f.read(4)
+            f.seek(offset)
+            found = f.read(len(magic))
     except OSError as e:
         raise UsageError("kernel %s: %s" % (path, e))
-    if magic != b"HdrS":
-        raise UsageError("kernel %s is not an x86 bzImage (use arch/x86/boot/bzImage, "
-                         "not vmlinux)" % path)
+    if found != magic:
+        raise UsageError("kernel %s is not %s" % (path, what))
 
 
 def pick_kernel(args):
