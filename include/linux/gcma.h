@@ -112,6 +112,8 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 void gcma_flush_releases(struct gcma_area *area);
 void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
 struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
+struct gcma_area *gcma_area_in_range(unsigned long start_pfn,
+				     unsigned long nr_pages);
 
 DECLARE_STATIC_KEY_FALSE(gcma_in_service);
 /* Page frame numbers spanned by the areas in service: [lo, hi). */

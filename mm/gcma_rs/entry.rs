@@ -10,7 +10,7 @@
 //! `area.c`.  A release enters at `gcma_release()`, and the page
 //! allocator's free paths at `__gcma_free_page()`.
 
-use crate::{area_of_pfn, boot::GcmaArea, Area, LAT_BUCKETS};
+use crate::{area_in_pfn_range, area_of_pfn, boot::GcmaArea, Area, LAT_BUCKETS};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings,
@@ -239,6 +239,18 @@ pub(crate) unsafe extern "C" fn gcma_rs_alloc_latency(
 #[no_mangle]
 pub(crate) extern "C" fn gcma_area_of_pfn(pfn: c_ulong) -> *mut bindings::gcma_area {
     area_of_pfn(pfn).map_or(core::ptr::null_mut(), |a| a.c.as_ptr())
+}
+
+/// Returns the descriptor of an area in service with a page frame in
+/// `start_pfn..start_pfn + nr_pages`, or NULL: for the memory hotplug
+/// notifier that keeps areas online (`area.c`).  Any context.
+#[no_mangle]
+pub(crate) extern "C" fn gcma_area_in_range(
+    start_pfn: c_ulong,
+    nr_pages: c_ulong,
+) -> *mut bindings::gcma_area {
+    area_in_pfn_range(start_pfn, start_pfn.saturating_add(nr_pages))
+        .map_or(core::ptr::null_mut(), |a| a.c.as_ptr())
 }
 
 /// Whether a block running past its area was reported (once).

@@ -181,6 +181,17 @@ pub(crate) fn area_of_pfn(pfn: usize) -> Option<&'static Area> {
     })
 }
 
+/// Returns an area in service with a page frame in `start..end`.
+pub(crate) fn area_in_pfn_range(start: usize, end: usize) -> Option<&'static Area> {
+    let n = NR_IN_SERVICE.load(Ordering::Acquire);
+    IN_SERVICE[..n].iter().find_map(|a| {
+        // SAFETY: as in `area_of_pfn`.
+        let a = unsafe { &*a.load(Ordering::Relaxed) };
+        let base = a.frames.base_pfn();
+        (base < end && start < base + a.frames.nr_pages()).then_some(a)
+    })
+}
+
 impl Area {
     /// Allocates `count` pages whose first page frame number is aligned to
     /// `1 << align` pages, with `gfp` as the page allocator takes it, and

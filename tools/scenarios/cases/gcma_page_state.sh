@@ -1,13 +1,15 @@
 # shellcheck shell=dash
-# description: area pages where the page allocator's other rules meet them: hardware-poisoned pages stay out of every path (a contiguous allocation never gets one, DMEM neither lends nor reads one, a released page found poisoned is retired; all counted in sysfs); alloc_contig_pages() (a runtime 1 GiB hugetlb page) leaves a THP area and its huge pages alone; an area across a zone boundary is refused; offlining an area's memory block fails at once
+# description: area pages where the page allocator's other rules meet them: hardware-poisoned pages stay out of every path (a contiguous allocation never gets one, DMEM neither lends nor reads one, a released page found poisoned is retired; all counted in sysfs); alloc_contig_pages() (a runtime 1 GiB hugetlb page) leaves a THP area and its huge pages alone; an area across a zone boundary is refused; offlining an area's memory block fails at once, also where the area has no pageblock of its own
 # duration: 60
 # gcma1 (THP) lies in [1 GiB, 2 GiB), the only 1 GiB-aligned range
 # alloc_contig_pages() may try: memblock's allocations (the memory map,
 # KASAN's shadow) sit at the top of the 3 GiB, the kernel at 16 MiB
 # (nokaslr).  movablecore=768M puts ZONE_MOVABLE from 2304 MiB: gcma2
 # spans that boundary, gcma3 lies in ZONE_MOVABLE, in a memory block
-# that holds nothing unmovable but it.
+# that holds nothing unmovable but it; so does gcma4, 1028 KiB from 4 KiB
+# past a pageblock boundary (no pageblock of its own).
 # append: gcma=16M gcma=64M@1G:thp gcma=16M@2296M gcma=16M@2432M
+# append: gcma=1028K@0x96001000
 # append: movablecore=768M nokaslr
 # 1 GiB pages need the CPU flag.
 # qemu: -cpu qemu64,+pdpe1gb
@@ -131,7 +133,7 @@ check movable_zone expect_dmesg 'Node 0: 0x0000000090000000'
 check straddling_refused expect_dmesg 'gcma: gcma2: \[0x000000008f800000\+0x0000000001000000\] spans zones DMA32 \(node 0\) and Movable \(node 0\) at pfn 0x90000; not used, its memory goes to the page allocator'
 check straddling_not_in_service expect_missing /sys/kernel/mm/gcma/gcma2
 check straddling_cma_alloc_fails not sh -c 'echo 1 > /sys/kernel/debug/cma/gcma2/alloc'
-check three_areas expect_dmesg 'gcma: 3 area\(s\) ready'
+check four_areas expect_dmesg 'gcma: 4 area\(s\) ready'
 
 # Offlining the memory block that holds gcma3: refused at once with
 # EBUSY (its pageblocks are isolated for good), not retried for ever.
@@ -149,4 +151,22 @@ check still_online expect_file_contains $blk/state '^online$'
 echo 16 > /sys/kernel/debug/cma/gcma3/alloc
 check area_still_works expect_eq "$(read_counter /sys/kernel/mm/gcma/gcma3/primary_used_pages)" 16
 echo 16 > /sys/kernel/debug/cma/gcma3/free
+
+# gcma4 shares both its pageblocks with the page allocator, so none is
+# isolated for good and offline_pages() isolates its memory block: the
+# memory hotplug notifier refuses the offlining then, at once (without
+# it, offline_pages() waited for gcma4's free pages to become buddy
+# pages, until the timeout killed it).
+blk=/sys/devices/system/memory/memory$((0x96001000 / bs))
+check edge_block_online expect_file_contains $blk/state '^online$'
+t0=$(cut -d. -f1 /proc/uptime)
+timeout 60 sh -c "echo offline > $blk/state" 2>/tmp/offline.err
+rc=$?
+cat /tmp/offline.err
+check edge_offline_refused expect_eq $rc 1
+check edge_offline_ebusy expect_file_contains /tmp/offline.err 'Device or resource busy'
+check edge_offline_at_once expect_le $(($(cut -d. -f1 /proc/uptime) - t0)) 10
+check edge_offline_logged expect_dmesg "gcma: gcma4: pfns \\[$(printf '%#x' $((0x96001000 / bs * bs / 4096))), $(printf '%#x' $(((0x96001000 / bs + 1) * bs / 4096)))\\) hold pages of the area: not offlined"
+check edge_still_online expect_file_contains $blk/state '^online$'
+check edge_area_whole expect_eq "$(read_counter /sys/kernel/mm/gcma/gcma4/total_pages)" 257
 check no_splat no_splat
