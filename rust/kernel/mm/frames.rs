@@ -42,8 +42,10 @@
 use crate::{bindings, c_str, delay::MaySleep, mm::MAX_PAGE_ORDER, str::CStr};
 use core::sync::atomic::{AtomicI32, Ordering};
 
+mod bits;
 mod run;
 
+pub use bits::PageBits;
 pub use run::{abandoned_runs, ClaimedRun, PageFate, ReleasedRun};
 
 /// `__GFP_COMP` (a compound page), which bindgen does not export as a
