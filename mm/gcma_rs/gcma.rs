@@ -542,15 +542,16 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     if n >= IN_SERVICE.len() {
         return Err(ENOSPC);
     }
-    // Every allocation is made before the pages are adopted: a failure
-    // leaves them reserved, as memblock left them.
+    // Every allocation is made before the pages are adopted (the adoption
+    // makes its own before it changes a page): a failure leaves them
+    // reserved, as memblock left them.
     let slot = UniqueArc::<Area>::new_uninit(GFP_KERNEL)?;
     // SAFETY: the caller's contract.
     let ctx = unsafe { delay::MaySleep::new() };
     // SAFETY: the area was reserved in memblock for GCMA alone at boot
     // (`reserve.c` refuses an area that spans zones), and this is its one
     // adoption (the caller's contract).
-    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) };
+    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) }?;
     let state = match slot.write_pin_init(pin_init!(Area {
         c: area,
         base_pfn: area.base_pfn(),
