@@ -41,7 +41,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     bindings, c_str, delay,
     ffi::c_int,
-    mm::frames::{ClaimedRun, OwnedFrames, PageBits, PageFate},
+    mm::frames::{ClaimedRun, OwnedFrames, PageBits},
     new_spinlock,
     prelude::*,
     sync::{Arc, SpinLock, UniqueArc},
@@ -375,21 +375,9 @@ impl Area {
         // (or plain pages of one) whose owner let go of it, marked
         // releasing, so no other release of it can be in flight.
         let run = unsafe { self.frames.released(start, count) };
-        let mut free_from = start;
-        let plain = run.put(|i, fate| {
-            if fate == PageFate::Freed {
-                return;
-            }
-            // Freed later by the free path when still referenced; out of
-            // use for good when poisoned or bad.
-            self.retire(i, fate);
-            if i > free_from {
-                self.free(free_from, i - free_from);
-            }
-            free_from = i + 1;
-        });
-        if plain && start + count > free_from {
-            self.free(free_from, start + count - free_from);
+        let mut sweep = retire::Sweep::new(self, start);
+        if run.put(|i, fate| sweep.page(i, fate)) {
+            sweep.finish(start + count);
         }
         // A compound page went through `put_page()`: if that was its last
         // reference it waits in `returned`, freed here.
