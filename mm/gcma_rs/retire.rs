@@ -15,7 +15,6 @@
 use crate::{Area, Map};
 use core::sync::atomic::Ordering;
 use kernel::{
-    bindings,
     mm::frames::{ClaimedRun, PageFate},
     prelude::*,
 };
@@ -155,8 +154,8 @@ impl Area {
         // and nobody claims it before the lock is dropped): the free steps
         // may run on it, once more.
         let freed = unsafe {
-            bindings::rsmm_frames_clear_page_tag_ref(page_ptr);
-            bindings::rsmm_frames_free_pages_prepare(page_ptr, 0)
+            kernel::bindings::rsmm_frames_clear_page_tag_ref(page_ptr);
+            kernel::bindings::rsmm_frames_free_pages_prepare(page_ptr, 0)
         };
         if !freed {
             // Still bad: out of use again.
