@@ -26,8 +26,6 @@
 //! - [`entry`]: the functions C calls: the allocation and release entry
 //!   points (which the CMA interface also reaches for areas registered with
 //!   CMA) and the page allocator's free path.
-//! - [`pending`]: the pages with work pending from contexts where the map's
-//!   lock cannot be taken.
 //! - [`retire`]: pages found bad (hardware-poisoned, in a bad state, or a
 //!   copy out of them failed) taken out of use for good, and runs given
 //!   up because they hold such pages.
@@ -43,7 +41,7 @@ use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
     bindings, c_str, delay,
     ffi::c_int,
-    mm::frames::{ClaimedRun, OwnedFrames, PageFate},
+    mm::frames::{ClaimedRun, OwnedFrames, PageBits},
     new_spinlock,
     prelude::*,
     sync::{Arc, SpinLock, UniqueArc},
@@ -60,7 +58,6 @@ mod dmem_hooks;
 mod dmem_kernel;
 mod entry;
 mod frag;
-mod pending;
 mod retire;
 #[cfg(CONFIG_GCMA_THP)]
 mod thp;
@@ -125,14 +122,14 @@ pub(crate) struct Area {
     map: SpinLock<Map>,
     /// Pages the page allocator's free paths gave back (their last
     /// reference went, the free steps done), still allocated in the map.
-    returned: pending::PendingBits,
+    returned: PageBits,
     /// First pages of releases made outside process context, still to be
     /// done; the page count is in the first page's private field.
-    deferred: pending::PendingBits,
+    deferred: PageBits,
     /// Lent pages a copy out of which failed (a machine check the copy
     /// survived; `memory_failure()` only runs later, from a work item):
     /// retired when their borrower gives them back.
-    failed_copies: pending::PendingBits,
+    failed_copies: PageBits,
     /// Does the releases in `deferred`, in process context.
     #[pin]
     release_work: Work<Area>,
@@ -389,21 +386,9 @@ impl Area {
         // (or plain pages of one) whose owner let go of it, marked
         // releasing, so no other release of it can be in flight.
         let run = unsafe { self.frames.released(start, count) };
-        let mut free_from = start;
-        let plain = run.put(|i, fate| {
-            if fate == PageFate::Freed {
-                return;
-            }
-            // Freed later by the free path when still referenced; out of
-            // use for good when poisoned or bad.
-            self.retire(i, fate);
-            if i > free_from {
-                self.free(free_from, i - free_from);
-            }
-            free_from = i + 1;
-        });
-        if plain && start + count > free_from {
-            self.free(free_from, start + count - free_from);
+        let mut sweep = retire::Sweep::new(self, start);
+        if run.put(|i, fate| sweep.page(i, fate)) {
+            sweep.finish(start + count);
         }
         // A compound page went through `put_page()`: if that was its last
         // reference it waits in `returned`, freed here.
@@ -549,22 +534,23 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     // Alignment is that of page frame numbers.
     .with_base(area.base_pfn());
     let free = map.free();
-    let returned = pending::PendingBits::new(nr_pages)?;
-    let deferred = pending::PendingBits::new(nr_pages)?;
-    let failed_copies = pending::PendingBits::new(nr_pages)?;
+    let returned = PageBits::new(nr_pages)?;
+    let deferred = PageBits::new(nr_pages)?;
+    let failed_copies = PageBits::new(nr_pages)?;
     let n = NR_IN_SERVICE.load(Ordering::Relaxed);
     if n >= IN_SERVICE.len() {
         return Err(ENOSPC);
     }
-    // Every allocation is made before the pages are adopted: a failure
-    // leaves them reserved, as memblock left them.
+    // Every allocation is made before the pages are adopted (the adoption
+    // makes its own before it changes a page): a failure leaves them
+    // reserved, as memblock left them.
     let slot = UniqueArc::<Area>::new_uninit(GFP_KERNEL)?;
     // SAFETY: the caller's contract.
     let ctx = unsafe { delay::MaySleep::new() };
     // SAFETY: the area was reserved in memblock for GCMA alone at boot
     // (`reserve.c` refuses an area that spans zones), and this is its one
     // adoption (the caller's contract).
-    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) };
+    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) }?;
     let state = match slot.write_pin_init(pin_init!(Area {
         c: area,
         base_pfn: area.base_pfn(),

@@ -12,7 +12,7 @@ use crate::{
     dmem_tests::{fill, instances},
     Area,
 };
-use core::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     bindings, delay,
     kunit::suite::{spawn_workers, TestRng as Rng},
@@ -600,8 +600,100 @@ mod bad_page {
         Ok(())
     }
 
+    /// Adds `delta` to the reference count of page `i` of `area` with one
+    /// atomic operation, as a stray holder's `get_page()`/`put_page()`
+    /// would, without the free path: the test's own reference, on a page
+    /// no one frees meanwhile.
+    fn stray_ref(area: &Area, i: usize, delta: i32) -> i32 {
+        let page = area.frames.page_ptr(i);
+        // SAFETY: the page is in the memory map; its count is changed with
+        // atomic operations only, as C's page_ref helpers do.
+        let count =
+            unsafe { AtomicI32::from_ptr(core::ptr::addr_of_mut!((*page)._refcount.counter)) };
+        count.fetch_add(delta, Ordering::Relaxed) + delta
+    }
+
+    /// A value no page's private field holds by chance.
+    const SENTINEL: usize = 0x5e47_11e1;
+
+    /// A lent page someone else still holds a reference to (as a stray
+    /// `get_page()` of a filesystem would), which an allocation discards,
+    /// is found bad by the free steps, kept out of the allocation and
+    /// retired as bad; its reference and its private field, which may be
+    /// the holder's, are left as they were through the run's give-up.
+    /// Runs only when the command line asks for it (see
+    /// [`bad_pages_asked`]), and passes otherwise.
+    fn bad_page_private_kept() -> Result {
+        if !bad_pages_asked() {
+            return Ok(());
+        }
+        let d = instances()?;
+        let area = area()?;
+        let nr = area.frames.nr_pages();
+        let sb = 0xf_fff8;
+        let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
+        let s0 = stats(area);
+
+        // Two lent pages: one taken as it is (handed off), one the stray
+        // holder references and keeps its value in.
+        store_some(sb, 2)?;
+        let lent = lent_pages(area)?;
+        kunit_expect_eq!(lent.len(), 2);
+        let Some(&victim) = lent.first() else {
+            return Err(EINVAL);
+        };
+        let page = area.frames.page_ptr(victim);
+        kunit_expect_eq!(stray_ref(area, victim, 1), 1);
+        // SAFETY: a page of the area; the test stands for the holder of
+        // its stray reference, whose field this is.
+        unsafe { bindings::rsmm_set_page_private(page, SENTINEL as _) };
+
+        let (mut run, n) = area.claim(nr, 0, gfp)?;
+        kunit_expect_eq!(n, lent.len());
+        area.discard(&mut run);
+        kunit_expect_eq!(run.bad(), 1);
+        let got = {
+            let _tag = LendTag::enter();
+            area.complete(run)
+        };
+        if let Some(p) = got {
+            // SAFETY: the allocation just made, of `nr` pages.
+            unsafe { bindings::gcma_release(area.c.as_ptr(), p, nr as _) };
+        }
+        kunit_expect!(got.is_none(), "a range with a bad page was allocated");
+
+        // SAFETY: as above; read only.
+        let private = unsafe { bindings::rsmm_page_private(page) } as usize;
+        kunit_expect!(
+            private == SENTINEL,
+            "the holder's private field changed: {:#x}",
+            private
+        );
+        // The holder's reference is still there: only ours is taken off.
+        kunit_expect_eq!(stray_ref(area, victim, -1), 0);
+        let s1 = stats(area);
+        kunit_expect_eq!(s1.bad_pages, s0.bad_pages + 1);
+        kunit_expect_eq!(s1.hwpoisoned_pages, s0.hwpoisoned_pages);
+        kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
+        kunit_expect_eq!(s1.secondary_lent_pages, 0);
+
+        // SAFETY: as above; the holder is gone.
+        unsafe { bindings::rsmm_set_page_private(page, 0) };
+        kunit_expect!(
+            area.unretire(victim, PageFate::Bad),
+            "page {} not retired",
+            victim
+        );
+        let s2 = stats(area);
+        kunit_expect_eq!(s2.bad_pages, s0.bad_pages);
+        kunit_expect_eq!(s2.primary_used_pages, s0.primary_used_pages);
+        dmem_client::gcma_dmem_rs_invalidate_sb(sb);
+        kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
+        Ok(())
+    }
+
     kernel::kunit_suite! {
         name: "gcma_bad_page",
-        cases: [bad_lent_pages],
+        cases: [bad_lent_pages, bad_page_private_kept],
     }
 }

@@ -15,10 +15,47 @@
 use crate::{Area, Map};
 use core::sync::atomic::Ordering;
 use kernel::{
-    bindings,
     mm::frames::{ClaimedRun, PageFate},
     prelude::*,
 };
+
+/// The pages of a range the area takes back, passed in order with what
+/// became of each ([`ClaimedRun::give_up`],
+/// [`ReleasedRun::put`](kernel::mm::frames::ReleasedRun::put)): the freed
+/// ones are freed in the map a run at a time, the others are not.
+pub(crate) struct Sweep<'a> {
+    area: &'a Area,
+    /// The first page of the freed ones not freed in the map yet.
+    from: usize,
+}
+
+impl<'a> Sweep<'a> {
+    /// Starts a sweep of the area's pages from `start` on.
+    pub(crate) fn new(area: &'a Area, start: usize) -> Self {
+        Self { area, from: start }
+    }
+
+    /// Takes page `i`, the next one, which `fate` says what became of.
+    pub(crate) fn page(&mut self, i: usize, fate: PageFate) {
+        if fate == PageFate::Freed {
+            return;
+        }
+        // Freed later by the free path when still referenced; out of use
+        // for good when poisoned or bad.
+        self.area.retire(i, fate);
+        if i > self.from {
+            self.area.free(self.from, i - self.from);
+        }
+        self.from = i + 1;
+    }
+
+    /// Ends the sweep at `end`: frees the freed pages not freed yet.
+    pub(crate) fn finish(self, end: usize) {
+        if end > self.from {
+            self.area.free(self.from, end - self.from);
+        }
+    }
+}
 
 impl Area {
     /// Records that a copy out of the lent page `page` failed: its memory
@@ -58,24 +95,15 @@ impl Area {
     pub(crate) fn give_up(&self, run: ClaimedRun<'_>) {
         let (start, end) = (run.start(), run.start() + run.count());
         // The range is the caller's: nobody else changes its bits.
-        let mut free_from = start;
+        let mut sweep = Sweep::new(self, start);
         run.give_up(|i, fate| {
             let fate = match (fate, self.take_failed_copy(i)) {
                 (PageFate::Freed, true) => PageFate::Poisoned,
                 (fate, _) => fate,
             };
-            if fate == PageFate::Freed {
-                return;
-            }
-            self.retire(i, fate);
-            if i > free_from {
-                self.free(free_from, i - free_from);
-            }
-            free_from = i + 1;
+            sweep.page(i, fate);
         });
-        if end > free_from {
-            self.free(free_from, end - free_from);
-        }
+        sweep.finish(end);
     }
 
     /// Takes page `page`, which is primary-owned by the caller (and not
@@ -126,8 +154,8 @@ impl Area {
         // and nobody claims it before the lock is dropped): the free steps
         // may run on it, once more.
         let freed = unsafe {
-            bindings::rsmm_frames_clear_page_tag_ref(page_ptr);
-            bindings::rsmm_frames_free_pages_prepare(page_ptr, 0)
+            kernel::bindings::rsmm_frames_clear_page_tag_ref(page_ptr);
+            kernel::bindings::rsmm_frames_free_pages_prepare(page_ptr, 0)
         };
         if !freed {
             // Still bad: out of use again.

@@ -188,20 +188,20 @@ fn area_map_edges() -> Result {
     Ok(())
 }
 
-/// `PendingBits` (the free path's queue) under a race: setters mark the
+/// `PageBits` (the free path's queue) under a race: setters mark the
 /// pages of their own regions in runs of random length, crossing word
 /// boundaries and the partial last word, while the taker takes runs.
 /// Every page must be taken exactly once, each pass's runs must be in
 /// order and maximal (never adjacent), and nothing may be left.
 fn pending_bits_race() -> Result {
-    use crate::pending::PendingBits;
+    use kernel::mm::frames::PageBits;
     use kernel::{delay, kunit::suite::spawn_workers, sync::Arc};
 
     const PAGES: usize = 1000;
     const WORKERS: usize = 3;
-    let bits = Arc::new(PendingBits::new(PAGES)?, GFP_KERNEL)?;
+    let bits = Arc::new(PageBits::new(PAGES)?, GFP_KERNEL)?;
     let mut taken = KVec::from_elem(0u8, PAGES, GFP_KERNEL)?;
-    let take = |bits: &PendingBits, taken: &mut KVec<u8>| -> Result {
+    let take = |bits: &PageBits, taken: &mut KVec<u8>| -> Result {
         let mut last_end: Option<usize> = None;
         let mut bad = false;
         bits.take_runs(|start, n| {

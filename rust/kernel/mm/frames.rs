@@ -39,11 +39,13 @@
 //! C headers: [`mm/internal.h`](srctree/mm/internal.h),
 //! [`include/linux/page_ref.h`](srctree/include/linux/page_ref.h)
 
-use crate::{bindings, c_str, delay::MaySleep, mm::MAX_PAGE_ORDER, str::CStr};
+use crate::{bindings, c_str, delay::MaySleep, error::Result, mm::MAX_PAGE_ORDER, str::CStr};
 use core::sync::atomic::{AtomicI32, Ordering};
 
+mod bits;
 mod run;
 
+pub use bits::PageBits;
 pub use run::{abandoned_runs, ClaimedRun, PageFate, ReleasedRun};
 
 /// `__GFP_COMP` (a compound page), which bindgen does not export as a
@@ -133,18 +135,26 @@ unsafe fn set_refcounted(page: *mut bindings::page) {
 /// the buddy allocator never hands it out, and its state changes only
 /// through this module's steps (the page allocator's free paths, which
 /// give a block whose last reference went back to its owner, included).
-/// `first` is the `struct page` of frame `base_pfn`.
+/// `first` is the `struct page` of frame `base_pfn`.  `bad` has a bit for
+/// each frame, set only for a page that a [`ClaimedRun`] counts among its
+/// bad pages, or that one dropped without being given up leaked.
 pub struct OwnedFrames {
     base_pfn: usize,
     nr_pages: usize,
     first: *mut bindings::page,
+    /// The lent pages of claimed runs that their free steps found in a bad
+    /// state (see [`ClaimedRun::take_lent_mask`]): the record is kept here,
+    /// not in the `struct page`, whose fields may belong to whoever still
+    /// holds a reference to the page.
+    bad: PageBits,
 }
 
 // SAFETY: `first` points into the memory map, which is never freed; the
 // pages' state is only changed through this module's steps, whose rules
 // do not depend on the thread (type invariant).
 unsafe impl Send for OwnedFrames {}
-// SAFETY: as above; `&OwnedFrames` only reads the three fields.
+// SAFETY: as above; `&OwnedFrames` only reads the first three fields, and
+// changes `bad` with atomic operations only.
 unsafe impl Sync for OwnedFrames {}
 
 impl OwnedFrames {
@@ -160,6 +170,9 @@ impl OwnedFrames {
     /// pages that never become buddy pages; no free list changes, as no
     /// page of the range is on one.
     ///
+    /// The range's own bookkeeping is allocated first: if that fails, the
+    /// memory is left as memblock left it, and the error returned.
+    ///
     /// # Safety
     ///
     /// `base_pfn..base_pfn + nr_pages` must be memory reserved in memblock
@@ -167,15 +180,18 @@ impl OwnedFrames {
     /// it in the memory map and in one zone.  It is given to the returned
     /// value for good: nobody else may ever allocate, free or map its
     /// pages, and no other `OwnedFrames` may cover any of them.
-    pub unsafe fn adopt_reserved(base_pfn: usize, nr_pages: usize, ctx: &MaySleep) -> Self {
+    pub unsafe fn adopt_reserved(base_pfn: usize, nr_pages: usize, ctx: &MaySleep) -> Result<Self> {
+        let bad = PageBits::new(nr_pages)?;
         // INVARIANT: the caller gives the frames to this value for good,
-        // and they have `struct page`s.
+        // and they have `struct page`s; no run exists yet, and no bit of
+        // `bad` is set.
         // SAFETY: the frame has a `struct page` (the caller's contract).
         let first = unsafe { bindings::pfn_to_page(base_pfn as _) };
         let frames = Self {
             base_pfn,
             nr_pages,
             first,
+            bad,
         };
         let end = base_pfn + nr_pages;
         let mut pfn = base_pfn;
@@ -203,7 +219,7 @@ impl OwnedFrames {
             crate::delay::cond_resched(ctx);
         }
         frames.isolate_pageblocks();
-        frames
+        Ok(frames)
     }
 
     /// Marks the pageblocks wholly inside the range isolated.

@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: lent pages the page allocator's free steps find in a bad state are retired and counted in bad_pages, neither handed to an allocation nor kept lent (the KUnit suite gcma_bad_page, run at boot, makes them so; the free steps' "Bad page state" reports are expected)
+# description: lent pages the page allocator's free steps find in a bad state are retired and counted in bad_pages, neither handed to an allocation nor kept lent, and the private field of one someone still references is left alone (the KUnit suite gcma_bad_page, run at boot, makes them so; the free steps' "Bad page state" reports are expected)
 # duration: 30
 # append: kunit.enable=1 kunit.filter_glob=gcma_bad_page gcma_test.bad_pages gcma=16M
 # allow-splat: BUG: Bad page state in process kunit_try_catch
@@ -11,12 +11,14 @@
 # anything.  Here the reports are allowed, and only the case's own.
 G=/sys/kernel/mm/gcma/gcma0
 
-# A suite of one case prints no pass/fail totals.
 check suite_ran expect_dmesg '^(\[[ 0-9.]*\] )?ok 1 gcma_bad_page'
 check case_passed expect_dmesg '^(\[[ 0-9.]*\] )? *ok 1 bad_lent_pages'
-# One report for the page an allocation discarded, one for the page DMEM
-# gave back: each found bad once, by one pass of the free steps.
-check reported_twice expect_eq "$(dmesg | grep -c 'BUG: Bad page state in process kunit_try_catch')" 2
+check private_kept expect_dmesg '^(\[[ 0-9.]*\] )? *ok 2 bad_page_private_kept'
+# bad_lent_pages: one report for the page an allocation discarded, one
+# for the page DMEM gave back; bad_page_private_kept: one for the page
+# the test holds a reference to.  Each found bad once, by one pass of the
+# free steps.
+check reported_thrice expect_eq "$(dmesg | grep -c 'BUG: Bad page state in process kunit_try_catch')" 3
 check retired_logged expect_dmesg 'gcma: gcma0: page at pfn 0x[0-9a-f]+ is in a bad state: taken out of use'
 check counter_shown expect_exists $G/bad_pages
 # The case undid what it did: the pages are good and free again.

@@ -46,12 +46,6 @@ fn abandoned(what: &str, pfn: usize, count: usize) {
     }
 }
 
-/// The private field of a page a run took from its lending whose free
-/// steps found it in a bad state (see [`ClaimedRun::take_lent_mask`]).  No
-/// free page has it: the free steps clear the field, and so do the
-/// allocation steps.
-const BAD_MARK: usize = 0x6261_645f_7061_6765;
-
 /// A run of pages an allocation is assembling.
 ///
 /// # Invariants
@@ -66,10 +60,12 @@ const BAD_MARK: usize = 0x6261_645f_7061_6765;
 ///   come and go on top), by which `finish` and `give_up` tell them apart
 ///   (no free page has one),
 /// - or one of the `bad` lent pages whose free steps found them in a bad
-///   state: its private field [`BAD_MARK`] (its reference count may be
-///   anything, one of the states the free steps report), to be kept out
-///   of use.
+///   state, to be kept out of use: its bit in `frames.bad` is set.  The
+///   page itself is left as the free steps found it: its reference count
+///   may be anything (one of the states they report), and whoever holds a
+///   reference may still use it, its `private` field included.
 ///
+/// The bit in `frames.bad` of each other page of the run is clear.
 /// `handed` is 0 unless `handoff`.  A free page may be hardware-poisoned
 /// (`memory_failure()` only marks a page without a reference that is not
 /// a buddy page): `finish` refuses a run with such a page or a bad one.
@@ -207,15 +203,16 @@ impl<'a> ClaimedRun<'a> {
                 // The free steps reported the page in a bad state.  It
                 // stays out of the allocation: `finish` refuses the run,
                 // and `give_up` reports the page bad.  A poisoned page
-                // keeps its flag, by which both find it.
-                // SAFETY: the page is the run's, with no reference and no
-                // user: its private field is ours.
-                unsafe { bindings::rsmm_set_page_private(self.frames.page(index), BAD_MARK as _) };
+                // keeps its flag, by which both find it.  The record is
+                // the frames' own: someone may still hold a reference to
+                // the page, and its fields may be theirs.
+                self.frames.bad.set(index, 1);
                 bad += 1;
             }
         }
         // INVARIANT: `handoff` held for each page counted in `handed`, and
-        // each has its reference; each page counted in `bad` is marked.
+        // each has its reference; each page counted in `bad` has its bit
+        // set in `frames.bad`.
         self.handed += handed;
         self.bad += bad;
         outside
@@ -358,17 +355,19 @@ impl<'a> ClaimedRun<'a> {
     /// The steps of [`ClaimedRun::give_up`].
     fn undo(&self, mut fate: impl FnMut(usize, PageFate)) {
         for i in self.start..self.start + self.count {
+            // A bad page may have a reference (someone else's, never to be
+            // dropped here), and is left untouched: its bit is looked at
+            // first, and cleared, as the run lets go of the page.
+            if self.bad > 0 && self.frames.bad.take(i) {
+                fate(i, PageFate::Bad);
+                continue;
+            }
             let page = self.frames.page(i);
-            // SAFETY: a page of the run, ours (type invariant): its count,
-            // flags and private field may be read, and its reference, if
-            // it has one (a handed-off page), dropped once.
+            // SAFETY: a page of the run, ours and not a bad one (type
+            // invariant): its count and flags may be read, and its
+            // reference, if it has one (a handed-off page), dropped once.
             let what = unsafe {
-                // A bad page may have a reference (someone else's, never
-                // to be dropped here): its mark is looked at first.
-                if self.bad > 0 && bindings::rsmm_page_private(page) as usize == BAD_MARK {
-                    bindings::rsmm_set_page_private(page, 0);
-                    PageFate::Bad
-                } else if self.handed > 0 && ref_count(page) != 0 {
+                if self.handed > 0 && ref_count(page) != 0 {
                     if !bindings::rsmm_put_page_testzero(page) {
                         PageFate::Referenced
                     } else if bindings::rsmm_frames_free_pages_prepare(page, 0) {

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Pages of an area with work pending, marked from any context.
+//! A bit per page of a range, set and taken from any context.
 //!
-//! Two kinds of work reach an area where its map's lock cannot be taken:
-//! the page allocator's free paths return blocks whose last reference went
-//! (in any context, interrupts included), and `cma_release()` may be called
-//! from interrupt context.  Each is recorded as bits of a [`PendingBits`],
-//! one per page of the area, with atomic operations only, and done at the
-//! area's next call in process context.  A bitmap needs no memory at the
-//! time of the call; a summary level (a bit per word) keeps a pass over it
-//! proportional to the words with bits set, not to the area's size.
+//! The owner of a range of pages often has to note something about a page
+//! where it cannot take its own locks or allocate: the page allocator's
+//! free paths run in any context, interrupts included, and so may a
+//! release.  [`PageBits`] records such notes with atomic operations only,
+//! in memory the owner allocated up front, never in the `struct page`
+//! (whose fields may belong to someone else by then).  A summary level (a
+//! bit per word) keeps a pass over the set bits proportional to the words
+//! with bits set, not to the range's size.
 
+use crate::prelude::*;
 use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use kernel::prelude::*;
 
 const BITS: usize = usize::BITS as usize;
 
-/// A bit per page of an area, set by any context and taken in runs.
+/// A bit per page of a range, set by any context and taken in runs.
 ///
 /// # Invariants
 ///
@@ -27,16 +27,17 @@ const BITS: usize = usize::BITS as usize;
 /// with an acquire swap.  So a bit set is either taken by a pass that
 /// started after it was set, or left with its summary bit and `hint` set
 /// for the next pass.
-pub(crate) struct PendingBits {
+pub struct PageBits {
     words: KVec<AtomicUsize>,
     summary: KVec<AtomicUsize>,
     nr_pages: usize,
     hint: AtomicBool,
 }
 
-impl PendingBits {
-    /// Returns a bitmap of `nr_pages` clear bits.
-    pub(crate) fn new(nr_pages: usize) -> Result<Self> {
+impl PageBits {
+    /// Returns a bitmap of `nr_pages` clear bits.  May sleep (it allocates
+    /// with `GFP_KERNEL`).
+    pub fn new(nr_pages: usize) -> Result<Self> {
         let zeroed = |n: usize| -> Result<KVec<AtomicUsize>> {
             let mut v = KVec::with_capacity(n, GFP_KERNEL)?;
             for _ in 0..n {
@@ -54,8 +55,8 @@ impl PendingBits {
     }
 
     /// Sets the bits of pages `start..start + count` (clipped to the
-    /// area).  Any context; never blocks.
-    pub(crate) fn set(&self, start: usize, count: usize) {
+    /// range).  Any context; never blocks.
+    pub fn set(&self, start: usize, count: usize) {
         let end = start.saturating_add(count).min(self.nr_pages);
         let mut i = start;
         while i < end {
@@ -78,14 +79,14 @@ impl PendingBits {
     }
 
     /// Whether page `i`'s bit is set (a snapshot).
-    pub(crate) fn is_set(&self, i: usize) -> bool {
+    pub fn is_set(&self, i: usize) -> bool {
         i < self.nr_pages && self.words[i / BITS].load(Ordering::Relaxed) & (1 << (i % BITS)) != 0
     }
 
     /// Clears page `i`'s bit and returns whether it was set.  Any context;
     /// never blocks.  The word's summary bit and `hint` stay as they are:
     /// a later pass finds the word empty.
-    pub(crate) fn take(&self, i: usize) -> bool {
+    pub fn take(&self, i: usize) -> bool {
         if i >= self.nr_pages {
             return false;
         }
@@ -95,13 +96,13 @@ impl PendingBits {
     }
 
     /// Whether some bit may be set.
-    pub(crate) fn maybe_any(&self) -> bool {
+    pub fn maybe_any(&self) -> bool {
         self.hint.load(Ordering::Acquire)
     }
 
     /// Clears every set bit and calls `f(start, count)` for each run of
     /// them, in page order; runs that cross a word boundary are joined.
-    pub(crate) fn take_runs(&self, mut f: impl FnMut(usize, usize)) {
+    pub fn take_runs(&self, mut f: impl FnMut(usize, usize)) {
         if !self.hint.swap(false, Ordering::Acquire) {
             return;
         }
@@ -145,7 +146,7 @@ impl PendingBits {
     }
 
     /// Clears every set bit and calls `f(page)` for each, in page order.
-    pub(crate) fn take_each(&self, mut f: impl FnMut(usize)) {
+    pub fn take_each(&self, mut f: impl FnMut(usize)) {
         self.take_runs(|s, n| (s..s + n).for_each(&mut f));
     }
 }
