@@ -529,32 +529,14 @@ mod bad_page {
         line.as_bytes().windows(want.len()).any(|w| w == want)
     }
 
-    /// Lent pages the page allocator's free steps find in a bad state are
-    /// retired and counted in `bad_pages`: one an allocation discards (the
-    /// range is given up and no page of it handed out), and one DMEM gives
-    /// back (not kept lent).  Runs only when the command line asks for it
-    /// (see [`bad_pages_asked`]), and passes otherwise.
-    fn bad_lent_pages() -> Result {
-        if !bad_pages_asked() {
-            return Ok(());
-        }
-        let d = instances()?;
-        let area = area()?;
+    /// Allocates the whole of `area`, which holds `lent` lent pages, one
+    /// of which the free steps find in a bad state, and checks that the run
+    /// is given up: that page counted bad, nothing allocated.
+    fn whole_area_refused(area: &Area, lent: usize) -> Result {
         let nr = area.frames.nr_pages();
-        let sb = 0xf_fffa;
         let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
-        let s0 = stats(area);
-
-        // Discarded by an allocation of the whole area.
-        store_some(sb, 2)?;
-        let first = lent_pages(area)?;
-        kunit_expect_eq!(first.len(), 2);
-        let Some(&victim) = first.first() else {
-            return Err(EINVAL);
-        };
-        set_bad(area, victim, true);
-        let (mut run, lent) = area.claim(nr, 0, gfp)?;
-        kunit_expect_eq!(lent, first.len());
+        let (mut run, n) = area.claim(nr, 0, gfp)?;
+        kunit_expect_eq!(n, lent);
         area.discard(&mut run);
         kunit_expect_eq!(run.bad(), 1);
         let got = {
@@ -566,11 +548,43 @@ mod bad_page {
             unsafe { bindings::gcma_release(area.c.as_ptr(), p, nr as _) };
         }
         kunit_expect!(got.is_none(), "a range with a bad page was allocated");
+        Ok(())
+    }
+
+    /// Checks that `after` counts one bad page more than `before`, and no
+    /// poisoned, allocated or lent page more.
+    fn expect_one_more_bad(before: &bindings::gcma_stats, after: &bindings::gcma_stats) {
+        kunit_expect_eq!(after.bad_pages, before.bad_pages + 1);
+        kunit_expect_eq!(after.hwpoisoned_pages, before.hwpoisoned_pages);
+        kunit_expect_eq!(after.primary_used_pages, before.primary_used_pages);
+        kunit_expect_eq!(after.secondary_lent_pages, 0);
+    }
+
+    /// Lent pages the page allocator's free steps find in a bad state are
+    /// retired and counted in `bad_pages`: one an allocation discards (the
+    /// range is given up and no page of it handed out), and one DMEM gives
+    /// back (not kept lent).  Runs only when the command line asks for it
+    /// (see [`bad_pages_asked`]), and passes otherwise.
+    fn bad_lent_pages() -> Result {
+        if !bad_pages_asked() {
+            return Ok(());
+        }
+        let d = instances()?;
+        let area = area()?;
+        let sb = 0xf_fffa;
+        let s0 = stats(area);
+
+        // Discarded by an allocation of the whole area.
+        store_some(sb, 2)?;
+        let first = lent_pages(area)?;
+        kunit_expect_eq!(first.len(), 2);
+        let Some(&victim) = first.first() else {
+            return Err(EINVAL);
+        };
+        set_bad(area, victim, true);
+        whole_area_refused(area, first.len())?;
         let s1 = stats(area);
-        kunit_expect_eq!(s1.bad_pages, s0.bad_pages + 1);
-        kunit_expect_eq!(s1.hwpoisoned_pages, s0.hwpoisoned_pages);
-        kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
-        kunit_expect_eq!(s1.secondary_lent_pages, 0);
+        expect_one_more_bad(&s0, &s1);
 
         // Given back by DMEM: retired, not kept lent.
         let key = store_some(sb, 1)?;
@@ -629,9 +643,7 @@ mod bad_page {
         }
         let d = instances()?;
         let area = area()?;
-        let nr = area.frames.nr_pages();
         let sb = 0xf_fff8;
-        let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
         let s0 = stats(area);
 
         // Two lent pages: one taken as it is (handed off), one the stray
@@ -648,19 +660,7 @@ mod bad_page {
         // its stray reference, whose field this is.
         unsafe { bindings::rsmm_set_page_private(page, SENTINEL as _) };
 
-        let (mut run, n) = area.claim(nr, 0, gfp)?;
-        kunit_expect_eq!(n, lent.len());
-        area.discard(&mut run);
-        kunit_expect_eq!(run.bad(), 1);
-        let got = {
-            let _tag = LendTag::enter();
-            area.complete(run)
-        };
-        if let Some(p) = got {
-            // SAFETY: the allocation just made, of `nr` pages.
-            unsafe { bindings::gcma_release(area.c.as_ptr(), p, nr as _) };
-        }
-        kunit_expect!(got.is_none(), "a range with a bad page was allocated");
+        whole_area_refused(area, lent.len())?;
 
         // SAFETY: as above; read only.
         let private = unsafe { bindings::rsmm_page_private(page) } as usize;
@@ -671,11 +671,7 @@ mod bad_page {
         );
         // The holder's reference is still there: only ours is taken off.
         kunit_expect_eq!(stray_ref(area, victim, -1), 0);
-        let s1 = stats(area);
-        kunit_expect_eq!(s1.bad_pages, s0.bad_pages + 1);
-        kunit_expect_eq!(s1.hwpoisoned_pages, s0.hwpoisoned_pages);
-        kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
-        kunit_expect_eq!(s1.secondary_lent_pages, 0);
+        expect_one_more_bad(&s0, &stats(area));
 
         // SAFETY: as above; the holder is gone.
         unsafe { bindings::rsmm_set_page_private(page, 0) };

@@ -138,16 +138,23 @@ check four_areas expect_dmesg 'gcma: 4 area\(s\) ready'
 # Offlining the memory block that holds gcma3: refused at once with
 # EBUSY (its pageblocks are isolated for good), not retried for ever.
 bs=$(($(sed 's/^/0x/' /sys/devices/system/memory/block_size_bytes)))
-blk=/sys/devices/system/memory/memory$((2432 * 1024 * 1024 / bs))
-check block_online expect_file_contains $blk/state '^online$'
-t0=$(cut -d. -f1 /proc/uptime)
-timeout 60 sh -c "echo offline > $blk/state" 2>/tmp/offline.err
-rc=$?
-cat /tmp/offline.err
-check offline_refused expect_eq $rc 1
-check offline_ebusy expect_file_contains /tmp/offline.err 'Device or resource busy'
-check offline_at_once expect_le $(($(cut -d. -f1 /proc/uptime) - t0)) 10
-check still_online expect_file_contains $blk/state '^online$'
+# offline_refused PREFIX ADDR: writing offline to the memory block that
+# holds physical address ADDR fails with EBUSY within 10 s (the timeout
+# kills it after 60), and the block stays online.
+offline_refused() {
+	local blk t0 rc
+	blk=/sys/devices/system/memory/memory$(($2 / bs))
+	check "${1}block_online" expect_file_contains $blk/state '^online$'
+	t0=$(cut -d. -f1 /proc/uptime)
+	timeout 60 sh -c "echo offline > $blk/state" 2>/tmp/offline.err
+	rc=$?
+	cat /tmp/offline.err
+	check "${1}offline_refused" expect_eq $rc 1
+	check "${1}offline_ebusy" expect_file_contains /tmp/offline.err 'Device or resource busy'
+	check "${1}offline_at_once" expect_le $(($(cut -d. -f1 /proc/uptime) - t0)) 10
+	check "${1}still_online" expect_file_contains $blk/state '^online$'
+}
+offline_refused "" $((2432 * 1024 * 1024))
 echo 16 > /sys/kernel/debug/cma/gcma3/alloc
 check area_still_works expect_eq "$(read_counter /sys/kernel/mm/gcma/gcma3/primary_used_pages)" 16
 echo 16 > /sys/kernel/debug/cma/gcma3/free
@@ -157,16 +164,9 @@ echo 16 > /sys/kernel/debug/cma/gcma3/free
 # memory hotplug notifier refuses the offlining then, at once (without
 # it, offline_pages() waited for gcma4's free pages to become buddy
 # pages, until the timeout killed it).
-blk=/sys/devices/system/memory/memory$((0x96001000 / bs))
-check edge_block_online expect_file_contains $blk/state '^online$'
-t0=$(cut -d. -f1 /proc/uptime)
-timeout 60 sh -c "echo offline > $blk/state" 2>/tmp/offline.err
-rc=$?
-cat /tmp/offline.err
-check edge_offline_refused expect_eq $rc 1
-check edge_offline_ebusy expect_file_contains /tmp/offline.err 'Device or resource busy'
-check edge_offline_at_once expect_le $(($(cut -d. -f1 /proc/uptime) - t0)) 10
-check edge_offline_logged expect_dmesg "gcma: gcma4: pfns \\[$(printf '%#x' $((0x96001000 / bs * bs / 4096))), $(printf '%#x' $(((0x96001000 / bs + 1) * bs / 4096)))\\) hold pages of the area: not offlined"
-check edge_still_online expect_file_contains $blk/state '^online$'
+offline_refused edge_ 0x96001000
+first=$((0x96001000 / bs * bs / 4096))
+last=$((first + bs / 4096))
+check edge_offline_logged expect_dmesg "gcma: gcma4: pfns \\[$(printf '%#x' $first), $(printf '%#x' $last)\\) hold pages of the area: not offlined"
 check edge_area_whole expect_eq "$(read_counter /sys/kernel/mm/gcma/gcma4/total_pages)" 257
 check no_splat no_splat
