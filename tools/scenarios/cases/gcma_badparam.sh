@@ -1,7 +1,8 @@
 # shellcheck shell=dash
-# description: invalid or impossible gcma= values are rejected with a reason, boot continues
-# duration: 27
+# description: invalid or impossible gcma= values are rejected with a reason, boot continues; the DMEM boot switches: a valid value switches its client off at boot, a malformed one is refused with its reason and changes nothing
+# duration: 30
 # append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma=16M@ gcma=@16M gcma.dma_cma=yes- gcma.dma_cma=0x1 gcma.thp_mode=sometimes
+# append: gcma.dmem_swap=off gcma.dmem_file=0x1 gcma.dmem_file=yes-
 
 # Malformed values are refused when parsed.
 check rejects_zero expect_dmesg 'gcma: invalid gcma=0: size must be a non-zero multiple'
@@ -40,4 +41,19 @@ check thp_mode_unchanged expect_file_contains /sys/kernel/mm/gcma/thp/mode '^nev
 check thp_mode_write_always sh -c 'echo always >/sys/kernel/mm/gcma/thp/mode'
 check thp_mode_always expect_file_contains /sys/kernel/mm/gcma/thp/mode '^never fallback \[always\]$'
 check thp_area_not_thp expect_file_contains /sys/kernel/mm/gcma/gcma0/thp '^0$'
+
+# The DMEM switches (on the valid area gcma0).  Both malformed values
+# would be taken by kstrtobool() (as off and on).
+F=/sys/kernel/mm/gcma/dmem/file
+S=/sys/kernel/mm/gcma/dmem/swap
+check swap_off_at_boot expect_eq "$(cat $S/enabled)" 0
+check file_default_kept expect_eq "$(cat $F/enabled)" 1
+check refused_hex expect_dmesg 'gcma: gcma.dmem_file=0x1: not a boolean .*; client stays on'
+check refused_suffix expect_dmesg 'gcma: gcma.dmem_file=yes-: not a boolean .*; client stays on'
+check dmem_boot_line expect_dmesg 'gcma: dmem: [0-9]+ pages in 1 area\(s\); file on, swap off'
+# Off at boot can be switched on at run time, and off again.
+echo on > $S/enabled
+check switched_on expect_eq "$(cat $S/enabled)" 1
+echo n > $S/enabled
+check switched_off expect_eq "$(cat $S/enabled)" 0
 check no_splat no_splat
