@@ -83,7 +83,11 @@ huge=$(f huge_in_area THP-OP /tmp/k.log)
 log "collapsed: $huge huge pages in gcma0, gcma_thp_collapse_alloc +$(($(tstat collapse_alloc) - c0)), pages_collapsed $(read_counter $K/pages_collapsed)"
 regions=$(f huge_regions THP-OP /tmp/k.log)
 buddy=$(($(read_counter /proc/vmstat thp_collapse_alloc) - b0 - ($(tstat collapse_alloc) - c0)))
-check collapse_from_area expect_ge "$huge" $((MIB * 95 / 200))
+# Most regions from the area (12 of 16; MADV_COLLAPSE's phase below asks
+# 6 of 8): which regions the buddy allocator got is up to compaction,
+# 1 and 2 of them in the cold CI runs of a65c982 and 443a1c0, and
+# collapse_rest_from_buddy accounts for every one that is not the area's.
+check collapse_from_area expect_ge "$huge" $((MIB * 3 / 8))
 check collapse_rest_from_buddy expect_le $((regions - huge)) "$buddy"
 check collapse_alloc_count expect_ge "$(tstat collapse_alloc)" $((c0 + huge))
 check collapse_area_pages expect_eq "$(used)" $((512 * huge))
