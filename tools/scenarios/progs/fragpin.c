@@ -3,8 +3,10 @@
  * fragpin: leave no free 2 MiB block in physical memory, so that order-9
  * (THP) allocations from the buddy allocator fail, and hold that state.
  *
- *   fragpin [-m MARGIN_MIB] [-r READY_FILE] [-v]
+ *   fragpin [-m MARGIN_MIB] [-r READY_FILE] [-z] [-v]
  *
+ * 0. With -z, first makes the kernel allocate the huge zero page and keeps
+ *    it mapped (see hold_huge_zero_page()).
  * 1. Takes all free memory but MARGIN_MIB (default 32) in base pages
  *    (MADV_NOHUGEPAGE), mlock()ed (mlockall: swap must not take them away
  *    before their frames are read), and reads each page's frame from
@@ -156,23 +158,76 @@ static long take_free_blocks(void)
 	return nr_hugepages() - nr0;
 }
 
+#define USE_ZERO_PAGE "/sys/kernel/mm/transparent_hugepage/use_zero_page"
+
+/*
+ * -z: a read fault on a 2 MiB aligned MADV_HUGEPAGE range maps the huge
+ * zero page, which the kernel allocates on first use, from the buddy
+ * allocator only (a GCMA THP area never serves it), and frees through a
+ * shrinker when no process maps it.  Once memory is fragmented that
+ * allocation fails (or succeeds only when direct compaction happens to
+ * make a block whole before this program takes it), and read faults that
+ * would map it fall back to the 4 KiB zero page: the selftests' huge
+ * zero page cases would skip.  Mapped here, before fragmenting, it stays
+ * allocated while this program runs, as the hugetlb pages the caller
+ * reserves before fragmenting stay in the pool.  The range is read-only:
+ * mlockall() must not populate it with copies.  Returns 1 when the page
+ * is mapped, 0 when the kernel has the huge zero page disabled, and exits
+ * on any other failure.
+ */
+static int hold_huge_zero_page(void)
+{
+	size_t huge = (size_t)page << BLOCK_ORDER;
+	uint64_t entry;
+	char *map, *mem;
+	int enabled = 0, fd;
+	FILE *f = fopen(USE_ZERO_PAGE, "r");
+
+	if (!f || fscanf(f, "%d", &enabled) != 1)
+		die(USE_ZERO_PAGE " (CONFIG_TRANSPARENT_HUGEPAGE?)");
+	fclose(f);
+	if (!enabled)
+		return 0;
+	map = mmap(NULL, 2 * huge, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED)
+		die("mmap");
+	mem = (char *)(((uintptr_t)map + huge - 1) & ~(uintptr_t)(huge - 1));
+	if (madvise(mem, huge, MADV_HUGEPAGE))
+		die("madvise(MADV_HUGEPAGE)");
+	*(volatile char *)mem;
+	/* Only a huge mapping has the next page mapped as well. */
+	fd = open("/proc/self/pagemap", O_RDONLY);
+	if (fd < 0)
+		die("/proc/self/pagemap");
+	if (pread(fd, &entry, sizeof(entry), ((uintptr_t)mem / page + 1) * sizeof(entry)) !=
+	    sizeof(entry))
+		die("reading /proc/self/pagemap");
+	close(fd);
+	if (!(entry & PM_PRESENT)) {
+		fprintf(stderr, "fragpin: a read fault did not map the huge zero page "
+			"(thp_zero_page_alloc_failed in /proc/vmstat?)\n");
+		exit(1);
+	}
+	return 1;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: fragpin [-m MARGIN_MIB] [-r READY_FILE] [-v]\n");
+	fprintf(stderr, "usage: fragpin [-m MARGIN_MIB] [-r READY_FILE] [-z] [-v]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	long margin_mib = 32, avail_kb, npages, i, run, kept = 0, huge, left;
-	const char *ready = NULL;
+	const char *ready = NULL, *zero = "";
 	uint64_t *pfns;
 	uint8_t *seen;
 	char *mem;
 	size_t len, seen_len = 1 << 20;
-	int opt, fd;
+	int opt, fd, hold_zero = 0;
 
-	while ((opt = getopt(argc, argv, "m:r:v")) != -1) {
+	while ((opt = getopt(argc, argv, "m:r:vz")) != -1) {
 		switch (opt) {
 		case 'm':
 			margin_mib = atol(optarg);
@@ -185,6 +240,9 @@ int main(int argc, char **argv)
 		case 'v':
 			verbose = 1;
 			break;
+		case 'z':
+			hold_zero = 1;
+			break;
 		default:
 			usage();
 		}
@@ -192,6 +250,9 @@ int main(int argc, char **argv)
 	if (optind != argc)
 		usage();
 	page = sysconf(_SC_PAGESIZE);
+	if (hold_zero)
+		zero = hold_huge_zero_page() ? ", holding the huge zero page" :
+					       ", huge zero page disabled";
 
 	/*
 	 * 1. All free memory but the margin, in base pages.  MemFree counts
@@ -280,8 +341,8 @@ int main(int argc, char **argv)
 	huge += take_free_blocks();
 	left = free_huge_blocks();
 	printf("fragpin: pinned one page in %ld blocks of 2 MiB, took %ld more as hugetlb pages, "
-	       "%ld free blocks of order >= 9 left, MemFree %ld MiB\n",
-	       kept, huge, left, meminfo_kb("MemFree") / 1024);
+	       "%ld free blocks of order >= 9 left, MemFree %ld MiB%s\n",
+	       kept, huge, left, meminfo_kb("MemFree") / 1024, zero);
 	fflush(stdout);
 	if (ready) {
 		fd = open(ready, O_WRONLY | O_CREAT | O_TRUNC, 0644);
