@@ -973,6 +973,8 @@ class Outcome:
         self.qemu_rc = None
         self.stderr = []
         self.elapsed = 0.0
+        # CPU seconds QEMU used (_reap), None if unknown.
+        self.cpu_s = None
         self.reasons = []
         # (seconds since QEMU started, label): the scenario's start, each
         # check as it arrives, its end.  Where a scenario's time goes.
@@ -987,6 +989,36 @@ class Outcome:
     @property
     def passed(self):
         return not self.reasons
+
+
+def _exited(proc):
+    """Whether QEMU has exited, without reaping it (so that _reap can)."""
+    try:
+        info = os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return True
+    return info is not None
+
+
+def _reap(proc, timeout):
+    """Waits up to timeout seconds for QEMU to exit and reaps it, as
+    Popen.wait would.  Returns its exit status and the CPU seconds it used
+    (user and system, all its threads, from wait4), or None for either
+    when it did not exit in time or was reaped elsewhere.  The CPU time is
+    what a scenario costs the machine; its wall time depends on what ran
+    beside it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pid, status, ru = os.wait4(proc.pid, os.WNOHANG)
+        except ChildProcessError:
+            return proc.poll(), None
+        if pid == proc.pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return proc.returncode, ru.ru_utime + ru.ru_stime
+        if time.monotonic() >= deadline:
+            return None, None
+        time.sleep(0.02)
 
 
 def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silence=None,
@@ -1136,12 +1168,9 @@ def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None, on_do
             if m and m.group(1) == out.name and out.result is None:
                 out.result = (m.group(2), m.group(3) or "")
     finally:
-        if proc.poll() is None:
+        if not _exited(proc):
             proc.kill()
-        try:
-            out.qemu_rc = proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            out.qemu_rc = None
+        out.qemu_rc, out.cpu_s = _reap(proc, 10)
         stop.set()
         for t in threads:
             t.join(timeout=2)
@@ -1151,8 +1180,9 @@ def _boot(cmd, cfg, out, log_path, verbose, proto_path, boot_silence=None, on_do
                       " (killed: silent boot)" if out.boot_stalled else "")
             for at, label in out.timeline:
                 logf.write("# time %7.1fs %s\n" % (at, label))
-            logf.write("# qemu exit status %s after %.1fs%s\n" % (
-                out.qemu_rc, out.elapsed, killed))
+            logf.write("# qemu exit status %s after %.1fs%s, %s CPU seconds\n" % (
+                out.qemu_rc, out.elapsed, killed,
+                "?" if out.cpu_s is None else "%.1f" % out.cpu_s))
             logf.close()
 
 
@@ -1323,10 +1353,13 @@ def report(sc, cfg, out, log_path, header):
         lines.append("  time: start at %.1fs; slowest: %s" % (
             out.timeline[0][0] if out.started else out.elapsed,
             ", ".join("%s %.1fs" % (label, secs) for secs, label in out.slowest_steps())))
+    took = "%.1fs" % out.elapsed
+    if out.cpu_s is not None:
+        took += ", %.0f CPU-s" % out.cpu_s
     if out.passed:
-        lines.append("PASS %s (%.1fs)" % (sc.name, out.elapsed))
+        lines.append("PASS %s (%s)" % (sc.name, took))
     else:
-        lines.append("FAIL %s (%.1fs): %s" % (sc.name, out.elapsed, "; ".join(out.reasons)))
+        lines.append("FAIL %s (%s): %s" % (sc.name, took, "; ".join(out.reasons)))
         for line in out.failed_detail[:40]:
             lines.append("  " + line)
         context = dict(out.splat_context)
