@@ -31,18 +31,49 @@ in_cgroup() {
 # word of the previous pass, most of which was swapped out.
 # The area pages lent to DMEM are sampled while memhog runs: its exit
 # frees its swap slots, and DMEM gives their pages back to the area.
-in_cgroup $CG/anon memhog -a 32 -n 2 -v >/tmp/hog.out 2>&1 &
-hog=$!
 lent_peak=0
-while kill -0 $hog 2>/dev/null; do
-	lent=$(read_counter $G/secondary_lent_pages)
-	[ "$lent" -gt "$lent_peak" ] && lent_peak=$lent
-	sleep 0.2
-done
-wait $hog
-hog_rc=$?
+run_hog() {
+	local lent
+	in_cgroup $CG/anon memhog -a 32 -n 2 -v >/tmp/hog.out 2>&1 &
+	hog=$!
+	while kill -0 $hog 2>/dev/null; do
+		lent=$(read_counter $G/secondary_lent_pages)
+		[ "$lent" -gt "$lent_peak" ] && lent_peak=$lent
+		sleep 0.2
+	done
+	wait $hog
+	hog_rc=$?
+}
+
+# oom_kills: how many times the memory cgroup's OOM killer has killed a
+# memhog so far.
+#
+# Nearly all of the cgroup's 16 MiB are in the swap cache under writeback
+# while the hog runs; when the swap disk completes none of it for a while
+# (QEMU's I/O waits for a host CPU that other guests hold), sixteen
+# reclaim passes in a row free nothing and the charge of a swap-in ends in
+# the OOM killer.  Seen once, with four scenarios run two at a time: the
+# cgroup then held 16 MiB swap-cached and under writeback and 8 KiB of
+# other anonymous memory.  That is the memory controller's behaviour with
+# a small limit and slow writeback, not DMEM's: DMEM's copies are not
+# charged to the cgroup, and a killed hog has verified nothing.  It runs
+# once more, and the check line says so.
+oom_kills() {
+	dmesg | grep -c 'Memory cgroup out of memory: Killed process [0-9]* (memhog)'
+}
+
+kills=$(oom_kills)
+run_hog
+again=
+if [ $hog_rc -ne 0 ] && [ "$(oom_kills)" -gt "$kills" ]; then
+	again="run twice: the memory cgroup's OOM killer killed the first memhog"
+	log "$again"
+	mv /tmp/hog.out /tmp/hog.oom
+	run_hog
+fi
 hog_result() {
 	cat /tmp/hog.out
+	[ -z "$again" ] || echo "($again)"
 	return "$hog_rc"
 }
 check every_byte hog_result
