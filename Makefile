@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 TARGETS := help setup prepare kunit host-test scenarios arm64 test demo perf-kernel \
-	   patches checkpatch check rustfmt clippy compile-fail rust-analyzer clean distclean
+	   patches checkpatch check rustfmt clippy compile-fail dt-check rust-analyzer clean distclean
 
 .PHONY: $(TARGETS)
 
@@ -24,7 +24,9 @@ help:
 	@echo "  make arm64       arm64 tier only: lean arm64 kernel, virt machine with GCMA device-tree areas"
 	@echo "  make prepare     extract/resync the kernel tree in build/linux"
 	@echo "  make patches     export the work as a git-am-able series in out/series"
-	@echo "  make check       rustfmtcheck, CLIPPY=1 build, compile-fail snippets, checkpatch on the series"
+	@echo "  make check       rustfmtcheck, CLIPPY=1 build, compile-fail snippets, checkpatch on the series,"
+	@echo "                   dt-check"
+	@echo "  make dt-check    dt_binding_check of the GCMA binding; the arm64 tier's device tree against it"
 	@echo "  make rust-analyzer  rust-project.json of the KUnit kernel (our crates included), checked"
 	@echo "  make clean       remove build outputs (keeps the extracted tree)"
 	@echo "  make distclean   remove build/ and out/ entirely"
@@ -69,6 +71,9 @@ checkpatch: patches
 
 rustfmt clippy compile-fail: setup
 	@tools/build/check.sh $@
+
+dt-check: setup
+	@tools/build/check.sh dt
 
 check: setup
 	@tools/build/check.sh all

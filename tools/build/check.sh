@@ -3,7 +3,7 @@
 #
 # Static checks of our code: rustfmt, clippy, compile-fail and checkpatch.
 #
-# Usage: tools/build/check.sh rustfmt|clippy|compile-fail|checkpatch|all
+# Usage: tools/build/check.sh rustfmt|clippy|compile-fail|checkpatch|dt|all
 #        tools/build/check.sh clippy kunit|perf    (one kernel only)
 #
 # rustfmt   the kernel's 'make rustfmtcheck' on the prepared tree
@@ -17,6 +17,12 @@
 #           RCU, ...) must fail to compile with the error each names, and the
 #           control snippet must compile, against the KUnit build
 # checkpatch  scripts/checkpatch.pl on the exported series: errors fail
+# dt        the kernel's 'make dt_binding_check' on the GCMA binding (its
+#           schema and example), then tools/build/dt_board_check.py: the
+#           arm64 tier's device tree validated against it, each GCMA node
+#           accepted or refused as the kernel does.  dt-schema comes from
+#           PyPI, pinned to a release of 6.12's time (Debian's is older
+#           than 6.12's minimum), in a virtualenv under build/.
 
 set -uo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -114,6 +120,36 @@ do_compile_fail() {
 	python3 "$repo/tools/build/compile_fail.py" --build-dir "$RSMM_BUILD/kunit"
 }
 
+DTSCHEMA_VERSION=2024.11
+YAMLLINT_VERSION=1.35.1
+do_dt() {
+	python3 "$repo/tools/build/tree.py" prepare >/dev/null || return 1
+	local venv="$RSMM_BUILD/dtschema" out="$RSMM_BUILD/dt" log="$RSMM_BUILD/dt.log"
+	if [ "$("$venv/bin/dt-validate" --version 2>/dev/null)" != "$DTSCHEMA_VERSION" ]; then
+		echo "check: dt: installing dtschema $DTSCHEMA_VERSION and yamllint into $venv"
+		rm -rf "$venv"
+		if ! python3 -m venv "$venv" ||
+			! "$venv/bin/pip" install -q "dtschema==$DTSCHEMA_VERSION" \
+				"yamllint==$YAMLLINT_VERSION"; then
+			echo "check: dt: cannot install dtschema $DTSCHEMA_VERSION from PyPI" >&2
+			return 1
+		fi
+	fi
+	echo "check: dt_binding_check of the GCMA binding"
+	# Its own output directory: dt_binding_check writes the example DTBs
+	# and processed-schema.json there, nothing else.
+	if ! PATH="$venv/bin:$PATH" make -s -C "$RSMM_KSRC" O="$out" ARCH=arm64 \
+		"${RSMM_MAKE_OPTS[@]}" dt_binding_check \
+		DT_SCHEMA_FILES=reserved-memory/gcma-shared-dma-pool.yaml >"$log" 2>&1 ||
+		grep -q . "$log"; then
+		head -n 40 "$log"
+		echo "check: dt: dt_binding_check reported the binding; see $log" >&2
+		return 1
+	fi
+	python3 "$repo/tools/build/dt_board_check.py" --dt-validate "$venv/bin/dt-validate" \
+		--schema "$out/Documentation/devicetree/bindings/processed-schema.json"
+}
+
 do_checkpatch() {
 	python3 "$repo/tools/build/tree.py" export || return 1
 	"$repo/tools/build/checkpatch.sh"
@@ -124,12 +160,14 @@ rustfmt) do_rustfmt || rc=1 ;;
 clippy) do_clippy || rc=1 ;;
 compile-fail) do_compile_fail || rc=1 ;;
 checkpatch) do_checkpatch || rc=1 ;;
+dt) do_dt || rc=1 ;;
 all)
 	do_rustfmt || rc=1
 	do_clippy || rc=1
 	do_compile_fail || rc=1
 	do_checkpatch || rc=1
+	do_dt || rc=1
 	;;
-*) echo "check: unknown check '$what' (rustfmt, clippy, compile-fail, checkpatch, all)" >&2; exit 2 ;;
+*) echo "check: unknown check '$what' (rustfmt, clippy, compile-fail, checkpatch, dt, all)" >&2; exit 2 ;;
 esac
 exit $rc
