@@ -19,7 +19,7 @@ use core::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{
-    bindings,
+    bindings, delay,
     error::to_result,
     ffi::{c_int, c_uint, c_ulong},
     mm::{
@@ -331,11 +331,12 @@ pub(crate) fn switch(client: c_uint, on: bool) -> Result {
 /// holds, chunk by chunk ([`Dmem::discard_range`]), and waits for their
 /// copies to finish; then the run takes each page
 /// ([`ClaimedRun::take_lent`]): as it is, when the allocation allows it,
-/// or through the page allocator's free steps.  May sleep.
+/// or through the page allocator's free steps.  May sleep while copies
+/// drain, which `ctx`, the caller's token, allows.
 ///
 /// Called by the allocator ([`crate::Area`]) without any GCMA lock held.
 /// Before DMEM starts nothing is lent, and this does nothing.
-pub(crate) fn discard<'a>(area: &'a Area, run: &mut ClaimedRun<'a>) {
+pub(crate) fn discard<'a>(ctx: &delay::MaySleep, area: &'a Area, run: &mut ClaimedRun<'a>) {
     use crate::profile::{end, start, Phase};
 
     let Some(d) = dmems() else { return };
@@ -370,8 +371,8 @@ pub(crate) fn discard<'a>(area: &'a Area, run: &mut ClaimedRun<'a>) {
         }
         t = end(Phase::PageState, t);
     };
-    d.file.dmem.discard_range(first, count, &mut take);
-    d.swap.dmem.discard_range(first, count, &mut take);
+    d.file.dmem.discard_range(ctx, first, count, &mut take);
+    d.swap.dmem.discard_range(ctx, first, count, &mut take);
     end(Phase::DmemDiscard, t);
 }
 

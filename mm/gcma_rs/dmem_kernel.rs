@@ -58,21 +58,17 @@ pub(crate) struct KernelPlatform;
 
 impl Platform for KernelPlatform {
     type Lock<T: Send> = KLock<T>;
+    type SleepCtx = delay::MaySleep;
 
-    fn relax(round: u32) {
+    fn relax(ctx: &delay::MaySleep, round: u32) {
         // `cond_resched()` never yields to a task of lower priority: a
         // SCHED_FIFO allocator that preempted a copier on its own CPU
         // would poll for ever (with RT throttling off).  Sleeping takes
         // the waiter off the run queue, so the copier finishes.
-        // SAFETY: `Platform::relax()` is called with no lock held by the
-        // wait of `Dmem::discard_range()`, which runs for
-        // `dmem_client::discard()` (documented "May sleep") in process
-        // context.
-        let ctx = unsafe { delay::MaySleep::new() };
         if round < SPIN_ROUNDS {
-            delay::cond_resched(&ctx);
+            delay::cond_resched(ctx);
         } else {
-            delay::msleep(&ctx, 1);
+            delay::msleep(ctx, 1);
         }
     }
 }

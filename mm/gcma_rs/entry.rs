@@ -14,6 +14,7 @@ use crate::{area_in_pfn_range, area_of_pfn, boot::GcmaArea, Area, LAT_BUCKETS};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings,
+    delay::MaySleep,
     ffi::{c_uint, c_ulong},
     mm::{frames::GFP_COMP, pages_in_order},
     prelude::*,
@@ -47,9 +48,10 @@ fn ns_since(t0: u64) -> u64 {
 impl Area {
     /// Allocates `count` pages aligned to `1 << align` pages and gives them
     /// the state of an allocation with `gfp`; see `gcma_alloc_gfp_noprof()`.
-    /// Returns the first page, or NULL.
+    /// Returns the first page, or NULL.  May sleep, which `ctx` allows.
     pub(crate) fn alloc_pages(
         &self,
+        ctx: &MaySleep,
         count: usize,
         mut align: u32,
         mut gfp: bindings::gfp_t,
@@ -74,7 +76,7 @@ impl Area {
         // SAFETY: the descriptor is the area's.
         unsafe { bindings::gcma_trace_alloc_start(self.c.as_ptr(), count as _, align) };
         let t0 = local_clock_ns();
-        let (page, ret) = match self.alloc(count, align, gfp) {
+        let (page, ret) = match self.alloc(ctx, count, align, gfp) {
             Ok(page) => (page, 0),
             Err(e) => (core::ptr::null_mut(), e.to_errno()),
         };
@@ -115,9 +117,12 @@ pub(crate) unsafe extern "C" fn gcma_alloc_gfp_noprof(
     align: c_uint,
     gfp: bindings::gfp_t,
 ) -> *mut bindings::page {
+    // SAFETY: process context, where the task may sleep (the caller's
+    // contract), for the whole call.
+    let ctx = unsafe { MaySleep::new() };
     // SAFETY: the caller's contract.
     match unsafe { state_of(area) } {
-        Some(a) => a.alloc_pages(count, align, gfp),
+        Some(a) => a.alloc_pages(&ctx, count, align, gfp),
         None => core::ptr::null_mut(),
     }
 }

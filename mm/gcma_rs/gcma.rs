@@ -210,16 +210,20 @@ impl Area {
     /// out of use for good, the others freed ([`Area::give_up`]), and the
     /// search starts again.  Each such round retires at least one page, so
     /// the retries end.
+    ///
+    /// May sleep, which `ctx`, the caller's token, allows: the search
+    /// offers the CPU between blocks, and the discard waits for copies.
     pub(crate) fn alloc(
         &self,
+        ctx: &delay::MaySleep,
         count: usize,
         align: u32,
         gfp: bindings::gfp_t,
     ) -> Result<*mut bindings::page> {
         loop {
-            let (mut run, lent) = self.claim(count, align, gfp)?;
+            let (mut run, lent) = self.claim(ctx, count, align, gfp)?;
             if lent > 0 {
-                self.discard(&mut run);
+                self.discard(ctx, &mut run);
             }
             if let Some(page) = self.complete(run) {
                 self.alloc_success.fetch_add(1, Ordering::Relaxed);
@@ -233,11 +237,12 @@ impl Area {
     /// [`Area::discard`], before the run is completed).
     pub(crate) fn claim(
         &self,
+        ctx: &delay::MaySleep,
         count: usize,
         align: u32,
         gfp: bindings::gfp_t,
     ) -> Result<(ClaimedRun<'_>, usize)> {
-        let out = self.search(count, align)?;
+        let out = self.search(ctx, count, align)?;
         // SAFETY: the map claimed `out` for this allocation alone: its
         // pages are free or lent, and the lent ones reach the run through
         // `discard` (the caller's part, documented above).
@@ -273,7 +278,12 @@ impl Area {
 
     /// Claims `count` free pages aligned to `1 << align` pages, as
     /// [`Area::alloc`] describes, and returns the range.
-    fn search(&self, count: usize, align: u32) -> Result<area_map::AllocOutcome> {
+    fn search(
+        &self,
+        ctx: &delay::MaySleep,
+        count: usize,
+        align: u32,
+    ) -> Result<area_map::AllocOutcome> {
         let t0 = profile::start();
         let (mut from, mut restarts) = (0, 0);
         let mut generation = self.map.lock().generation();
@@ -287,10 +297,8 @@ impl Area {
                 Ok(area_map::AllocStep::Done(out)) => break out,
                 Ok(area_map::AllocStep::Resume(next)) => {
                     from = next;
-                    // SAFETY: allocations are made in process context
-                    // (`gcma_alloc_gfp_noprof()`'s contract); the map lock
-                    // was released with its block above.
-                    delay::cond_resched(&unsafe { delay::MaySleep::new() });
+                    // The map lock was released with its block above.
+                    delay::cond_resched(ctx);
                 }
                 Err(e) if e == ENOMEM && from > 0 && now != generation && restarts < RESTARTS => {
                     (from, generation) = (0, now);
@@ -321,10 +329,10 @@ impl Area {
     /// lock nor DMEM is entered once per page.  Pages lent in the range
     /// when it was claimed stay lent until this clears them, and no page of
     /// the range can be lent anew meanwhile (it is primary-owned).
-    fn discard<'a>(&'a self, run: &mut ClaimedRun<'a>) {
+    fn discard<'a>(&'a self, ctx: &delay::MaySleep, run: &mut ClaimedRun<'a>) {
         let t = profile::start();
         // No GCMA lock is held here, as `discard` wants.
-        dmem_client::discard(self, run);
+        dmem_client::discard(ctx, self, run);
         let t = profile::end(profile::Phase::Hook, t);
         // The range is primary-owned, so this cannot fail.
         let dropped = self

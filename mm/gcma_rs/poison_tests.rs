@@ -108,6 +108,9 @@ fn lent_pages(area: &Area) -> Result<KVec<usize>> {
 /// the poisoned page is retired (counted once), and the whole area can no
 /// longer be had while smaller ranges still can.
 fn poisoned_during_discard() -> Result {
+    // SAFETY: a KUnit case runs in its own kthread, in process context,
+    // with no lock held and outside any RCU read-side section.
+    let ctx = unsafe { delay::MaySleep::new() };
     let d = instances()?;
     let area = area()?;
     let nr = area.frames.nr_pages();
@@ -118,11 +121,11 @@ fn poisoned_during_discard() -> Result {
     kunit_expect!(s0.secondary_lent_pages >= 8);
 
     // The whole area: every lent page is in the range.
-    let (mut run, lent) = area.claim(nr, 0, gfp).inspect_err(|_| {
+    let (mut run, lent) = area.claim(&ctx, nr, 0, gfp).inspect_err(|_| {
         kunit_expect!(false, "the whole area is not free");
     })?;
     kunit_expect!(lent >= 8);
-    area.discard(&mut run);
+    area.discard(&ctx, &mut run);
     kunit_expect!(run.handed() > 0, "no lent page was taken as it is");
     let end = run.start() + run.count();
     let victim = (run.start()..end).find(|&i| area.frames.is_referenced_head(i));
@@ -150,8 +153,8 @@ fn poisoned_during_discard() -> Result {
     // The poisoned page is never allocated again; the others are.
     {
         let _tag = LendTag::enter();
-        kunit_expect_eq!(area.alloc(nr, 0, gfp).err(), Some(ENOMEM));
-        match area.alloc(64, 0, gfp) {
+        kunit_expect_eq!(area.alloc(&ctx, nr, 0, gfp).err(), Some(ENOMEM));
+        match area.alloc(&ctx, 64, 0, gfp) {
             Ok(p) => {
                 // SAFETY: the allocation just made, of 64 pages.
                 unsafe { bindings::gcma_release(area.c.as_ptr(), p, 64) };
@@ -177,6 +180,9 @@ fn poisoned_during_discard() -> Result {
 /// says it is bad: counted in `hwpoisoned_pages`.  A machine check cannot
 /// be raised in the test, so the copy's record of it is made directly.
 fn failed_copy_retired() -> Result {
+    // SAFETY: a KUnit case runs in its own kthread, in process context,
+    // with no lock held and outside any RCU read-side section.
+    let ctx = unsafe { delay::MaySleep::new() };
     let d = instances()?;
     let area = area()?;
     let nr = area.frames.nr_pages();
@@ -191,9 +197,9 @@ fn failed_copy_retired() -> Result {
     for &i in first.iter() {
         area.note_failed_copy(i);
     }
-    let (mut run, n) = area.claim(nr, 0, gfp)?;
+    let (mut run, n) = area.claim(&ctx, nr, 0, gfp)?;
     kunit_expect_eq!(n, first.len());
-    area.discard(&mut run);
+    area.discard(&ctx, &mut run);
     let got = {
         let _tag = LendTag::enter();
         area.complete(run)
@@ -241,6 +247,9 @@ fn failed_copy_retired() -> Result {
 /// bad state makes the free steps report `Bad page state`, a splat the
 /// KUnit tier fails on; the state is not made here.)
 fn bad_page_counted() -> Result {
+    // SAFETY: a KUnit case runs in its own kthread, in process context,
+    // with no lock held and outside any RCU read-side section.
+    let ctx = unsafe { delay::MaySleep::new() };
     let area = area()?;
     let nr = area.frames.nr_pages();
     let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
@@ -254,7 +263,7 @@ fn bad_page_counted() -> Result {
     kunit_expect_eq!(s1.primary_used_pages, s0.primary_used_pages);
     {
         let _tag = LendTag::enter();
-        kunit_expect_eq!(area.alloc(nr, 0, gfp).err(), Some(ENOMEM));
+        kunit_expect_eq!(area.alloc(&ctx, nr, 0, gfp).err(), Some(ENOMEM));
     }
     kunit_expect!(area.unretire(victim, PageFate::Bad));
     let s2 = stats(area);
@@ -533,11 +542,15 @@ mod bad_page {
     /// of which the free steps find in a bad state, and checks that the run
     /// is given up: that page counted bad, nothing allocated.
     fn whole_area_refused(area: &Area, lent: usize) -> Result {
+        // SAFETY: called by a KUnit case only, which runs in its own
+        // kthread, in process context, with no lock held and outside any
+        // RCU read-side section.
+        let ctx = unsafe { delay::MaySleep::new() };
         let nr = area.frames.nr_pages();
         let gfp = bindings::GFP_KERNEL | bindings::__GFP_NOWARN;
-        let (mut run, n) = area.claim(nr, 0, gfp)?;
+        let (mut run, n) = area.claim(&ctx, nr, 0, gfp)?;
         kunit_expect_eq!(n, lent);
-        area.discard(&mut run);
+        area.discard(&ctx, &mut run);
         kunit_expect_eq!(run.bad(), 1);
         let got = {
             let _tag = LendTag::enter();

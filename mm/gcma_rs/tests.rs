@@ -506,6 +506,9 @@ mod registry {
     /// up, is not.
     fn registry_abandoned_run() -> Result {
         use kernel::mm::frames::{abandoned_runs, GFP_COMP};
+        // SAFETY: a KUnit case runs in its own kthread, in process context,
+        // with no lock held and outside any RCU read-side section.
+        let ctx = unsafe { delay::MaySleep::new() };
         let c = first_area()?;
         let area = c.state().ok_or(ENODEV)?;
         let before = stats(c);
@@ -522,7 +525,7 @@ mod registry {
         kunit_expect_eq!(abandoned_runs(), abandoned);
 
         // Given up: each page reported free, for the caller's map.
-        let (run, _) = area.claim(4, 2, gfp)?;
+        let (run, _) = area.claim(&ctx, 4, 2, gfp)?;
         let (start, count) = (run.start(), run.count());
         let mut fates = 0;
         run.give_up(|_, fate| {
@@ -533,12 +536,12 @@ mod registry {
         kunit_expect!(area.map.lock().release_primary(start, count).is_ok());
         kunit_expect_eq!(abandoned_runs(), abandoned);
         // Given up through the area: freed in the map too.
-        let (run, _) = area.claim(4, 2, gfp)?;
+        let (run, _) = area.claim(&ctx, 4, 2, gfp)?;
         area.give_up(run);
         kunit_expect_eq!(abandoned_runs(), abandoned);
         kunit_expect_eq!(stats(c).primary_used_pages, before.primary_used_pages);
 
-        let (run, _) = area.claim(4, 2, gfp)?;
+        let (run, _) = area.claim(&ctx, 4, 2, gfp)?;
         let (start, count) = (run.start(), run.count());
         kunit_expect_eq!(run.handed(), 0);
         drop(run);

@@ -22,6 +22,7 @@ use crate::Area;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use kernel::{
     bindings,
+    delay::MaySleep,
     ffi::{c_int, c_uint, c_ulong},
     mm::{
         numa::{self, NodeMask},
@@ -202,8 +203,10 @@ pub(crate) fn init(thp_areas: impl Iterator<Item = &'static Area>) {
 /// none has room.  An area on a node outside `allowed` is never used.
 ///
 /// `gfp` goes to the page allocator's allocation steps (it includes
-/// `__GFP_COMP`).  May sleep: pages lent to DMEM are discarded first.
+/// `__GFP_COMP`).  May sleep, which `ctx` allows: pages lent to DMEM are
+/// discarded first.
 pub(crate) fn alloc(
+    ctx: &MaySleep,
     gfp: bindings::gfp_t,
     nid: c_int,
     allowed: &NodeMask,
@@ -220,7 +223,7 @@ pub(crate) fn alloc(
     let local = usable().filter(|&a| on_node(a));
     let remote = usable().filter(|&a| !on_node(a));
     for area in Iterator::chain(local, remote) {
-        let page = area.alloc_pages(1 << PMD_ORDER, PMD_ORDER, gfp);
+        let page = area.alloc_pages(ctx, 1 << PMD_ORDER, PMD_ORDER, gfp);
         if !page.is_null() {
             ok.fetch_add(1, Ordering::Relaxed);
             return page;
@@ -289,7 +292,10 @@ pub(crate) extern "C" fn gcma_rs_thp_collapse_plan() -> c_int {
 ///
 /// # Safety
 ///
-/// `allowed` points to a node mask that nobody changes during the call.
+/// Process context, where the task may sleep (the anonymous PMD fault and
+/// khugepaged's collapse, `include/linux/gcma_thp.h`, hold no spinlock and
+/// are not in an RCU read-side section when they allocate); `allowed`
+/// points to a node mask that nobody changes during the call.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn gcma_rs_thp_alloc(
     gfp: bindings::gfp_t,
@@ -299,7 +305,10 @@ pub(crate) unsafe extern "C" fn gcma_rs_thp_alloc(
 ) -> *mut bindings::page {
     // SAFETY: guaranteed by the caller.
     let allowed = unsafe { NodeMask::from_raw(allowed) };
-    alloc(gfp, nid, allowed, user)
+    // SAFETY: process context, where the task may sleep (the caller's
+    // contract), for the whole call.
+    let ctx = unsafe { MaySleep::new() };
+    alloc(&ctx, gfp, nid, allowed, user)
 }
 
 /// Fills `*st` with the counters.

@@ -45,6 +45,11 @@ pub(crate) trait Platform {
     /// The lock type.
     type Lock<T: Send>: Lock<T> + Send + Sync;
 
+    /// What a caller shows to prove it may sleep: in the kernel the task's
+    /// `kernel::delay::MaySleep` token, which code inside an RCU read-side
+    /// section or under a spinlock cannot lend; on the host `()`.
+    type SleepCtx;
+
     /// Lets other threads run while [`Dmem::discard_range`] waits for copies in
     /// flight; called with no lock held, `round` counting the calls of one
     /// wait from 0.  May sleep, and must once `round` grows: the copier may
@@ -52,7 +57,7 @@ pub(crate) trait Platform {
     /// only a waiter that leaves the run queue lets finish.
     ///
     /// [`Dmem::discard_range`]: super::Dmem::discard_range
-    fn relax(round: u32);
+    fn relax(ctx: &Self::SleepCtx, round: u32);
 }
 
 /// The ordered map of one hash bucket.

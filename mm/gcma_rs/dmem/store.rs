@@ -389,8 +389,11 @@ impl<C: Config> Dmem<C> {
     /// As [`Dmem::discard_range`] for one page.
     // Used only by the host tests; GCMA discards with `discard_range()`.
     #[cfg(test)]
-    pub(crate) fn discard(&self, page: usize) -> bool {
-        self.discard_range(page, 1, |_, _| {}) != 0
+    pub(crate) fn discard(&self, page: usize) -> bool
+    where
+        <C::Platform as Platform>::SleepCtx: Default,
+    {
+        self.discard_range(&Default::default(), page, 1, |_, _| {}) != 0
     }
 
     /// Drops the data in the pages `first..first + count`, which a primary
@@ -409,10 +412,11 @@ impl<C: Config> Dmem<C> {
     ///
     /// Each page must be claimed by one primary allocation at a time: a page
     /// already being discarded by a concurrent call is left to that call.
-    /// May sleep (through [`Platform::relax`]) while copies drain; must be
-    /// called with no lock of this instance held.
+    /// May sleep (through [`Platform::relax`], with `ctx`) while copies
+    /// drain; must be called with no lock of this instance held.
     pub(crate) fn discard_range(
         &self,
+        ctx: &<C::Platform as Platform>::SleepCtx,
         first: usize,
         count: usize,
         mut freed: impl FnMut(usize, u64),
@@ -440,7 +444,7 @@ impl<C: Config> Dmem<C> {
             let held = (done | busy).count_ones() as usize;
             let mut round = 0;
             while busy != 0 {
-                C::Platform::relax(round);
+                C::Platform::relax(ctx, round);
                 round = round.saturating_add(1);
                 self.pages.with(|t| {
                     let mut left = busy;

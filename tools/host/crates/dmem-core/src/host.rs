@@ -34,8 +34,10 @@ impl<T> Lock<T> for std::sync::Mutex<T> {
 
 impl Platform for StdPlatform {
     type Lock<T: Send> = std::sync::Mutex<T>;
+    // Any thread of a host test may block.
+    type SleepCtx = ();
 
-    fn relax(_round: u32) {
+    fn relax(_ctx: &(), _round: u32) {
         std::thread::yield_now();
     }
 }
@@ -58,8 +60,9 @@ impl<T> Lock<T> for loom::sync::Mutex<T> {
 #[cfg(loom)]
 impl Platform for LoomPlatform {
     type Lock<T: Send> = loom::sync::Mutex<T>;
+    type SleepCtx = ();
 
-    fn relax(_round: u32) {
+    fn relax(_ctx: &(), _round: u32) {
         loom::thread::yield_now();
     }
 }

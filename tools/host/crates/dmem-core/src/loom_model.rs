@@ -184,7 +184,7 @@ fn range_discard_vs_load() {
         let lent = [0, 1].map(|p| d.supply().claim(p).expect("claimed twice"));
         assert_eq!(lent, [true, true]);
         let mut reported = 0u64;
-        let held = d.discard_range(0, 2, |base, mask| {
+        let held = d.discard_range(&(), 0, 2, |base, mask| {
             assert_eq!(base, 0);
             for p in 0..2 {
                 if mask & (1 << p) != 0 {

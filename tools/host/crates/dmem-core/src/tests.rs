@@ -272,7 +272,7 @@ fn run<K: Space>(ops: &[Op], pages: usize, buckets: usize, exclusive: bool) {
                     }
                 }
                 let mut freed = Vec::new();
-                let n = dmem.discard_range(first, end - first, |base, mut mask| {
+                let n = dmem.discard_range(&(), first, end - first, |base, mut mask| {
                     while mask != 0 {
                         freed.push(base + mask.trailing_zeros() as usize);
                         mask &= mask - 1;
@@ -473,7 +473,7 @@ fn range_discard_over_area_map() {
     let out = area.with(|m| m.alloc_primary(200, 0)).expect("alloc");
     assert_eq!((out.start, out.count, out.lent), (0, 200, 150));
     let mut freed = vec![0usize; PAGES];
-    let n = d.discard_range(out.start, out.count, |base, mut mask| {
+    let n = d.discard_range(&(), out.start, out.count, |base, mut mask| {
         assert_eq!(base % DISCARD_CHUNK, 0);
         while mask != 0 {
             freed[base + mask.trailing_zeros() as usize] += 1;
