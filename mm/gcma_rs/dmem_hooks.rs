@@ -51,8 +51,8 @@ use kernel::{
     bindings,
     ffi::{c_uint, c_ulong},
     mm::{
-        folio::{AddressSpace, LockedFolio, SuperBlock},
-        page_access::{ExclusivePage, SharedPage},
+        folio::{AddressSpace, LockedFolio, SuperBlock, UnreadFolio},
+        page_access::SharedPage,
     },
 };
 
@@ -194,8 +194,10 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_evict_folio(
 /// to be read, that nobody else accesses until it is uptodate.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::folio) -> bool {
-    // SAFETY: the caller's contract.
-    let folio = unsafe { LockedFolio::from_raw(folio) };
+    // SAFETY: the caller's contract; on `false` the folio goes back to the
+    // caller locked, as `UnreadFolio` leaves it when dropped.
+    let mut unread = unsafe { UnreadFolio::from_raw(folio) };
+    let folio = unread.folio();
     if folio.is_large() || folio.has_buffers() {
         return false;
     }
@@ -220,10 +222,8 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
         return false;
     }
     let Some(d) = dmems() else { return false };
-    // SAFETY: a locked page-cache folio, not uptodate: nobody else reads
-    // or writes it until it is (the caller's contract).
-    let dst = unsafe { ExclusivePage::from_raw(folio.first_page()) };
-    if !d.file.load(&id.key(folio.index()), dst) {
+    let key = id.key(folio.index());
+    if !d.file.load(&key, unread.first_page()) {
         return false;
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
@@ -233,11 +233,10 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
             ino: id.ino,
         };
         // SAFETY: the folio is locked and filled; `key` is valid for reads.
-        unsafe { bindings::gcma_dmem_verify_file(folio.as_ptr(), &key) };
+        unsafe { bindings::gcma_dmem_verify_file(unread.folio().as_ptr(), &key) };
     }
-    // SAFETY: the folio holds the page DMEM kept for its range; it is
-    // unlocked here, and not used any more.
-    unsafe { folio.end_read(true) };
+    // SAFETY: the folio holds the page DMEM kept for its range.
+    unsafe { unread.end_read(true) };
     true
 }
 
@@ -362,8 +361,10 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_store(folio: *mut bindings::fol
 /// `folio->swap`, that nobody else accesses until it is uptodate.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn __gcma_dmem_swap_load(folio: *mut bindings::folio) -> bool {
-    // SAFETY: the caller's contract.
-    let folio = unsafe { LockedFolio::from_raw(folio) };
+    // SAFETY: the caller's contract; on `false` the folio goes back to the
+    // caller as it was, as `UnreadFolio` leaves it when dropped.
+    let mut unread = unsafe { UnreadFolio::from_raw(folio) };
+    let folio = unread.folio();
     if folio.is_large() {
         return false;
     }
@@ -373,19 +374,16 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_load(folio: *mut bindings::foli
         swap_type,
         offset: offset as u64,
     };
-    // SAFETY: nobody else accesses the folio until it is uptodate (the
-    // caller's contract).
-    let dst = unsafe { ExclusivePage::from_raw(folio.first_page()) };
-    if !d.swap.load(&key, dst) {
+    if !d.swap.load(&key, unread.first_page()) {
         return false;
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     if verifying() {
         // SAFETY: the folio is locked and filled.
-        unsafe { bindings::gcma_dmem_verify_swap(folio.as_ptr()) };
+        unsafe { bindings::gcma_dmem_verify_swap(unread.folio().as_ptr()) };
     }
     // SAFETY: the folio holds the page DMEM kept for its slot.
-    unsafe { folio.mark_uptodate() };
+    unsafe { unread.mark_uptodate() };
     true
 }
 

@@ -7,14 +7,15 @@
 //! The hooks the page cache and swap call run with the folio locked
 //! (`folio_lock()`), which keeps its mapping, index and swap slot, and the
 //! flags that the lock guards, from changing under them.  A
-//! [`LockedFolio`] is such a folio; [`AddressSpace`], [`Inode`] and
+//! [`LockedFolio`] is such a folio; an [`UnreadFolio`] one lent to a read
+//! hook to fill and unlock; [`AddressSpace`], [`Inode`] and
 //! [`SuperBlock`] are read-only views of what its mapping points to.
 //!
 //! C headers: [`include/linux/pagemap.h`](srctree/include/linux/pagemap.h),
 //! [`include/linux/page-flags.h`](srctree/include/linux/page-flags.h),
 //! [`include/linux/fs.h`](srctree/include/linux/fs.h)
 
-use crate::{bindings, ffi::c_ulong, types::Opaque};
+use crate::{bindings, ffi::c_ulong, mm::page_access::ExclusivePage, types::Opaque};
 use core::ptr::NonNull;
 
 /// A folio that the thread holding this reference has locked.
@@ -131,30 +132,82 @@ impl LockedFolio {
         // and so do its host and the host's superblock.
         Some(unsafe { AddressSpace::from_raw(mapping) })
     }
+}
 
-    /// Marks the folio's contents up to date.
+/// A locked folio of the page cache or the swap cache, not yet up to
+/// date, that the read path lends to a hook, which may fill it in place
+/// of the file system or the swap device.
+///
+/// Dropping it hands the folio back to the lender as it was, to read as
+/// usual.  [`UnreadFolio::end_read`] (page cache: marks it up to date and
+/// unlocks it) and [`UnreadFolio::mark_uptodate`] (swap-in, whose caller
+/// unlocks) consume the handle: every reference obtained through it has
+/// ended by then, so nothing writes the folio through it once readers
+/// may see it.
+///
+/// # Invariants
+///
+/// `self.0` is a folio locked by the thread that holds this value, of the
+/// page cache or the swap cache (or made for a read of a page-cache
+/// range), not up to date, whose memory nobody else reads or writes for
+/// all of `'a` (or until the handle is consumed).
+pub struct UnreadFolio<'a>(&'a LockedFolio);
+
+impl<'a> UnreadFolio<'a> {
+    /// Takes the folio `folio` for a read hook.
     ///
     /// # Safety
     ///
-    /// The folio must hold the data of its file range or swap slot: readers
-    /// take it as such from here on.
-    pub unsafe fn mark_uptodate(&self) {
-        // SAFETY: the folio is valid and locked (type invariant); the
-        // caller vouches for its contents.
-        unsafe { bindings::rsmm_folio_mark_uptodate(self.as_ptr()) }
+    /// `folio` must point to a valid `struct folio` that the caller holds
+    /// locked, that is not up to date, and whose memory nobody else reads
+    /// or writes for all of `'a`, except that if [`UnreadFolio::end_read`]
+    /// is called the lock and the folio pass to the page cache then.
+    pub unsafe fn from_raw(folio: *mut bindings::folio) -> Self {
+        // INVARIANT: the caller's contract.
+        // SAFETY: the caller holds the folio locked for `'a`.
+        Self(unsafe { LockedFolio::from_raw(folio) })
     }
 
-    /// Ends a read into the folio (`folio_end_read()`): marks it up to date
-    /// if `success`, and unlocks it.
+    /// The folio, for the checks a hook makes before it fills it.
+    pub fn folio(&self) -> &LockedFolio {
+        self.0
+    }
+
+    /// The folio's first page, to fill: nobody else reads or writes it
+    /// while the handle is borrowed.
+    pub fn first_page(&mut self) -> ExclusivePage<'_> {
+        // SAFETY: the page is the folio's, valid and lowmem or mappable
+        // with `kmap_local_page()` as any page-cache page, and nobody else
+        // accesses its memory while the folio is locked and not up to date
+        // (type invariant) for the borrow of `self`.
+        unsafe { ExclusivePage::from_raw(self.0.first_page()) }
+    }
+
+    /// Marks the folio up to date and gives it back locked, for a lender
+    /// that unlocks it itself (swap-in).  Consumes the handle.
     ///
     /// # Safety
     ///
-    /// If `success`, the folio must hold the data of its file range.  The
-    /// lock is released here: the caller must not use `self` afterwards.
-    pub unsafe fn end_read(&self, success: bool) {
+    /// The folio must hold the data of its file range or swap slot:
+    /// readers take it as such from here on.
+    pub unsafe fn mark_uptodate(self) {
         // SAFETY: the folio is valid and locked (type invariant); the
-        // caller vouches for its contents and gives up the reference.
-        unsafe { bindings::rsmm_folio_end_read(self.as_ptr(), success) }
+        // caller vouches for its contents; the handle ends here.
+        unsafe { bindings::rsmm_folio_mark_uptodate(self.0.as_ptr()) }
+    }
+
+    /// Ends the read (`folio_end_read()`): marks the folio up to date if
+    /// `success`, and unlocks it.  Consumes the handle.
+    ///
+    /// # Safety
+    ///
+    /// If `success`, the folio must hold the data of its file range:
+    /// readers take it as such from here on.
+    pub unsafe fn end_read(self, success: bool) {
+        // SAFETY: the folio is valid and locked by this thread (type
+        // invariant); the caller vouches for its contents; the handle, and
+        // every reference through it, ends here.
+        unsafe { bindings::rsmm_folio_end_read(self.0.as_ptr(), success) }
     }
 }
 
