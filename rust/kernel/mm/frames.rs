@@ -350,11 +350,18 @@ impl OwnedFrames {
         debug_assert!(count > 0 && start + count <= self.nr_pages);
         // A lent page may become one of an allocation as it is only for
         // plain pages (the tail pages of a compound page must have no
-        // reference until it is built, and a handed-off page has one), and
-        // not with tag-based KASAN (a lent page keeps the tag its lending
-        // gave it, where the pages of an allocated block share one).
-        let handoff =
-            gfp & GFP_COMP == 0 && !cfg!(CONFIG_KASAN_SW_TAGS) && !cfg!(CONFIG_KASAN_HW_TAGS);
+        // reference until it is built, and a handed-off page has one), not
+        // with tag-based KASAN (a lent page keeps the tag its lending gave
+        // it, where the pages of an allocated block share one), and not
+        // with KMSAN: the allocation steps mark a new page's memory
+        // uninitialised (`kmsan_alloc_page()`), while a handed-off page's
+        // shadow still says initialised wherever DMEM copied data into it,
+        // so KMSAN would miss the new owner's reads of memory it never
+        // wrote.
+        let handoff = gfp & GFP_COMP == 0
+            && !cfg!(CONFIG_KASAN_SW_TAGS)
+            && !cfg!(CONFIG_KASAN_HW_TAGS)
+            && !cfg!(CONFIG_KMSAN);
         // SAFETY: FFI call reading a static key.
         let check_pages = unsafe { bindings::rsmm_frames_check_pages_enabled() };
         // INVARIANT: the caller claimed the pages for this run alone, each

@@ -136,11 +136,11 @@ impl<'a> ClaimedRun<'a> {
     /// A page exactly as its lending left it becomes a page of the
     /// allocation as it is (it gets its reference; page_owner and the
     /// allocation tag keep the lending as its allocation until `finish`
-    /// moves the tag), when the allocation allows it (plain pages, and no
-    /// tag-based KASAN).  Otherwise it gets the free steps, whose checks
-    /// report a page in a bad state: such a page is kept out of the
-    /// allocation (see [`ClaimedRun::bad`]); the others are prepared with
-    /// the free pages.  Does not sleep.
+    /// moves the tag), when the allocation allows it (plain pages, and
+    /// neither tag-based KASAN nor KMSAN).  Otherwise it gets the free
+    /// steps, whose checks report a page in a bad state: such a page is
+    /// kept out of the allocation (see [`ClaimedRun::bad`]); the others
+    /// are prepared with the free pages.  Does not sleep.
     ///
     /// Returns the page back if it is not a page of this run.
     #[inline]
