@@ -14,7 +14,10 @@
  * medians, and the mmap-lock write acquisitions per mprotect() of each
  * setting: calls minus those the fast path answered
  * (/sys/kernel/debug/rcxvm/write_locks_avoided), divided by the calls, a
- * figure that does not depend on timing.
+ * figure that does not depend on timing.  Each RCXVM-RUN line also gives
+ * the TLB-shootdown and function-call interrupts (/proc/interrupts, "TLB"
+ * and "CAL", all CPUs) per mprotect() of that measurement, another count
+ * the clock does not set.
  *
  *   rcxvm_bench [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2]
  *
@@ -117,9 +120,46 @@ static int set_fast(int on)
 	return fclose(f) ? -1 : 0;
 }
 
-/* One measurement: calls per second and write acquisitions per call. */
-static int run(int t, int f, double *rate, double *wl)
+/*
+ * The sum over all CPUs of the /proc/interrupts line whose name is NAME
+ * ("TLB:", "CAL:"); 0 where there is none.
+ */
+static unsigned long interrupts(const char *name)
 {
+	char line[4096];
+	unsigned long sum = 0;
+	size_t n = strlen(name);
+	FILE *f = fopen("/proc/interrupts", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *p = line, *end;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, name, n))
+			continue;
+		for (p += n;; p = end) {
+			unsigned long v = strtoul(p, &end, 10);
+
+			if (end == p)
+				break;
+			sum += v;
+		}
+		break;
+	}
+	fclose(f);
+	return sum;
+}
+
+/*
+ * One measurement: calls per second and write acquisitions per call; TLB
+ * shootdown and function-call interrupts per call into ipis[0] and [1].
+ */
+static int run(int t, int f, double *rate, double *wl, double ipis[2])
+{
+	unsigned long tlb0 = interrupts("TLB:"), cal0 = interrupts("CAL:");
 	struct worker w[2 * MAXT] = { 0 };
 	unsigned long avoided0 = counter("write_locks_avoided"), calls = 0;
 	struct timespec a, b;
@@ -151,6 +191,8 @@ static int run(int t, int f, double *rate, double *wl)
 	s = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
 	*rate = calls / s;
 	*wl = calls ? (double)(calls - (counter("write_locks_avoided") - avoided0)) / calls : 0;
+	ipis[0] = calls ? (double)(interrupts("TLB:") - tlb0) / calls : 0;
+	ipis[1] = calls ? (double)(interrupts("CAL:") - cal0) / calls : 0;
 	return bad;
 }
 
@@ -200,7 +242,7 @@ int main(int argc, char **argv)
 	       "stock", "rcxvm", "ratio", "wlocks/mprotect");
 	for (int i = 0; i < nt; i++)
 		for (int j = 0; j < nf; j++) {
-			double r[2][MAXR], wl[2][MAXR], med[2], spread[2], wlm[2];
+			double r[2][MAXR], wl[2][MAXR], med[2], spread[2], wlm[2], ipis[2];
 
 			for (int k = 0; k < rounds; k++)
 				for (int o = 0; o < 2; o++) {
@@ -210,12 +252,12 @@ int main(int argc, char **argv)
 						printf("RCXVM-BENCH cannot switch the fast path\n");
 						return 1;
 					}
-					if (run(tv[i], fv[j], &r[on][k], &wl[on][k])) {
+					if (run(tv[i], fv[j], &r[on][k], &wl[on][k], ipis)) {
 						printf("RCXVM-BENCH wrong byte read back\n");
 						return 1;
 					}
-					printf("RCXVM-RUN threads=%d faulters=%d fast=%d round=%d calls_per_s=%.0f wlocks_per_call=%.3f\n",
-					       tv[i], fv[j], on, k, r[on][k], wl[on][k]);
+					printf("RCXVM-RUN threads=%d faulters=%d fast=%d round=%d calls_per_s=%.0f wlocks_per_call=%.3f tlb_ipis_per_call=%.3f cal_ipis_per_call=%.3f\n",
+					       tv[i], fv[j], on, k, r[on][k], wl[on][k], ipis[0], ipis[1]);
 				}
 			for (int on = 0; on < 2; on++) {
 				qsort(r[on], rounds, sizeof(double), cmp);
