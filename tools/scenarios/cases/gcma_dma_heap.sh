@@ -109,6 +109,21 @@ log "lent phase done at $(cut -d' ' -f1 /proc/uptime) s"
 # lent (gcma0's lowest last, where the allocators are) and the allocators
 # discard pages DMEM keeps lending.  memhog runs until the allocators are
 # done (SIGTERM ends it after its current pass).
+#
+# The first pass writes the file through the page cache.  Dirty pages are
+# what reclaim cannot free without I/O: were the kernel's default limits
+# (20% of free memory, far more than 8 MiB) to let them fill the cgroup,
+# and the disk to complete no write for a while (QEMU's I/O waiting for a
+# host CPU other guests hold), sixteen reclaim passes in a row would free
+# nothing and the memory cgroup's OOM killer would take memhog.  A cold
+# clean-clone run saw that: the cgroup held 5.7 MB dirty of its 8 MiB
+# when memhog was killed, the lending never reached the allocators'
+# threshold, and four checks failed.  Writers are held at 2 MiB dirty
+# (1 MiB before background writeback starts) for the race.
+dirty=$(cat /proc/sys/vm/dirty_bytes) dirty_bg=$(cat /proc/sys/vm/dirty_background_bytes)
+dirty_ratio=$(cat /proc/sys/vm/dirty_ratio) dirty_bg_ratio=$(cat /proc/sys/vm/dirty_background_ratio)
+echo $((2 << 20)) >/proc/sys/vm/dirty_bytes
+echo $((1 << 20)) >/proc/sys/vm/dirty_background_bytes
 echo 8M > $CG/churn/memory.max
 disc=$(read_counter $G/discarded_pages)
 stores=$(read_counter $F/stores)
@@ -142,6 +157,10 @@ for p in $pids; do
 done
 check churn_running kill -TERM $churn
 check churn_every_byte waited $churn /tmp/churn.out
+# The kernel's limits back (a ratio is written back as the ratio: writing
+# one of a pair clears the other).
+if [ "$dirty" -gt 0 ]; then echo "$dirty" >/proc/sys/vm/dirty_bytes; else echo "$dirty_ratio" >/proc/sys/vm/dirty_ratio; fi
+if [ "$dirty_bg" -gt 0 ]; then echo "$dirty_bg" >/proc/sys/vm/dirty_background_bytes; else echo "$dirty_bg_ratio" >/proc/sys/vm/dirty_background_ratio; fi
 check race_discarded expect_gt "$(($(read_counter $G/discarded_pages) - disc))" 0
 check race_stored expect_gt "$(($(read_counter $F/stores) - stores))" 0
 check race_never_failed expect_eq "$(read_counter $G/alloc_fail)" "$fail1"
