@@ -612,6 +612,28 @@ fn dmem_store_from_poisoned_page() -> Result {
     Ok(())
 }
 
+/// A store allocates its index node in reclaim, with `PF_MEMALLOC` set
+/// (kswapd, direct reclaim), where the page allocator opens the memory
+/// reserves to allocations.  By the allocator's own rule
+/// (`gfp_pfmemalloc_allowed()`), the node's flags must refuse them there,
+/// and the same flags without `__GFP_NOMEMALLOC` would take them.
+fn dmem_node_flags_refuse_reserves() -> Result {
+    let flags = crate::dmem::node_flags();
+    // SAFETY: sets PF_MEMALLOC on the current task, which the test
+    // thread owns; restored below, before anything else runs here.
+    let saved = unsafe { bindings::memalloc_noreclaim_save() };
+    // SAFETY: a pure function of its argument and the current task's
+    // flags and context.
+    let with_flags = unsafe { bindings::gfp_pfmemalloc_allowed(flags.as_raw()) };
+    // SAFETY: as above.
+    let without = unsafe { bindings::gfp_pfmemalloc_allowed((flags & !__GFP_NOMEMALLOC).as_raw()) };
+    // SAFETY: `saved` came from the save above, on this task.
+    unsafe { bindings::memalloc_noreclaim_restore(saved) };
+    kunit_expect!(!with_flags);
+    kunit_expect!(without);
+    Ok(())
+}
+
 kernel::kunit_suite! {
     name: "gcma_dmem",
     cases: [
@@ -619,6 +641,7 @@ kernel::kunit_suite! {
         dmem_concurrent,
         dmem_counters,
         dmem_hook_entry_points,
-        dmem_store_from_poisoned_page
+        dmem_store_from_poisoned_page,
+        dmem_node_flags_refuse_reserves
     ],
 }

@@ -619,3 +619,13 @@ unsigned long rust_helper_rsmm_folio_swap_offset(const struct folio *folio)
 {
 	return swp_offset(folio->swap);
 }
+
+unsigned int rust_helper_memalloc_noreclaim_save(void)
+{
+	return memalloc_noreclaim_save();
+}
+
+void rust_helper_memalloc_noreclaim_restore(unsigned int flags)
+{
+	memalloc_noreclaim_restore(flags);
+}

@@ -16,9 +16,12 @@ use kernel::prelude::*;
 
 /// Allocation flags of index nodes: the store runs in reclaim and swap-out
 /// paths, so it must neither sleep nor recurse into reclaim, and a failure
-/// is expected and harmless.
+/// is expected and harmless.  Those paths run with `PF_MEMALLOC` (kswapd,
+/// direct reclaim), which would let the allocation take the memory
+/// reserves; they are for what reclaim needs to make progress, not for a
+/// copy DMEM may drop at any time, so `__GFP_NOMEMALLOC` refuses them.
 pub(crate) fn node_flags() -> Flags {
-    GFP_NOWAIT | __GFP_NOWARN
+    GFP_NOWAIT | __GFP_NOWARN | __GFP_NOMEMALLOC
 }
 
 /// Lock classes of an instance; the kernel gives each its own lockdep class

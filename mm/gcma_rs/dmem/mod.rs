@@ -156,9 +156,10 @@
 //! The page table is allocated when the instance is created, one [`Slot`]
 //! per page the supply may lend.  The only allocation on the store path is
 //! one index node, reserved before any lock is taken with `GFP_NOWAIT |
-//! __GFP_NOWARN` (no sleeping, no recursion into reclaim, no warning): if it
-//! fails, the store reports [`Refusal::NoMemory`] and drops the key's old
-//! entry, which is stale now.  No operation returns an error.
+//! __GFP_NOWARN | __GFP_NOMEMALLOC` (no sleeping, no recursion into
+//! reclaim, no warning, and none of the reserves that `PF_MEMALLOC` would
+//! open to a store made in reclaim): if it fails, the store reports
+//! [`Refusal::NoMemory`] and drops the key's old entry, which is stale now.  No operation returns an error.
 //!
 //! # Eviction
 //!
@@ -193,8 +194,8 @@ mod pages;
 mod store;
 
 pub(crate) use env::{
-    BucketLock, BucketMap, Config, FillCopy, IdlePage, Lock, LockClass, PageAccess, PageSupply,
-    Platform, ReadCopy,
+    node_flags, BucketLock, BucketMap, Config, FillCopy, IdlePage, Lock, LockClass, PageAccess,
+    PageSupply, Platform, ReadCopy,
 };
 pub(crate) use key::{FileKey, Handle, Key, SwapKey};
 pub(crate) use pages::{Link, Slot};

@@ -25,11 +25,17 @@ impl From<AllocError> for crate::error::Error {
 
 /// Flags to be used when allocating memory, as in the kernel.
 ///
-/// The host ignores them apart from carrying them through.
+/// The host ignores them apart from carrying them through, and the
+/// memory-reserve rule of [`fault::only_reserves_left`].
 #[derive(Clone, Copy, PartialEq)]
 pub struct Flags(u32);
 
 impl Flags {
+    /// Get the raw representation of this flag.
+    pub fn as_raw(self) -> u32 {
+        self.0
+    }
+
     /// Check whether `flags` is contained in `self`.
     pub fn contains(self, flags: Flags) -> bool {
         (self & flags) == flags
@@ -81,4 +87,6 @@ pub mod flags {
     pub const GFP_KERNEL_ACCOUNT: Flags = Flags(1 << 4 | 1 << 5);
     /// For allocations that must not sleep nor dip into reserves.
     pub const GFP_NOWAIT: Flags = Flags(1 << 6);
+    /// Never use the memory reserves, even in reclaim.
+    pub const __GFP_NOMEMALLOC: Flags = Flags(1 << 7);
 }

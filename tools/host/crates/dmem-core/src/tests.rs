@@ -413,6 +413,25 @@ fn failed_store_drops_stale_entry() {
     assert_eq!(d.supply().lent(), 0);
 }
 
+/// A store runs in reclaim, where the kernel would let an allocation take
+/// the memory reserves: its index node must not, so with only the
+/// reserves left the store is refused and nothing was taken from them.
+#[test]
+fn store_never_takes_reserves() {
+    let d =
+        host_dmem::<FileKey, StdPlatform, _>(2, 2, 1, TableSupply::<StdPlatform>::new(2), false);
+    let k = FileKey::file_range(1, 2).0;
+    assert_eq!(d.store(&k, &[1]), StoreOutcome::Stored);
+    let taken = fault::from_reserves();
+    fault::only_reserves_left(true);
+    let got = d.store(&k, &[2]);
+    fault::only_reserves_left(false);
+    assert_eq!(fault::from_reserves(), taken);
+    assert_eq!(got, StoreOutcome::Refused(Refusal::NoMemory));
+    assert!(!d.load(&k, &mut [0]));
+    assert_eq!(d.supply().lent(), 0);
+}
+
 /// A held page found bad memory (hardware poison): its entry misses and
 /// goes, its page goes back to the supply, and a store into a bad page is
 /// refused without leaving an entry behind.

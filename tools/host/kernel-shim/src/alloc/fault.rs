@@ -8,12 +8,30 @@
 //! thread's allocations only, so tests running in parallel do not disturb
 //! each other.
 
+use super::{flags::__GFP_NOMEMALLOC, Flags};
 use std::cell::Cell;
 
 thread_local! {
     static ALLOCS: Cell<u64> = const { Cell::new(0) };
     static FREES: Cell<u64> = const { Cell::new(0) };
     static FAIL_AFTER: Cell<Option<u64>> = const { Cell::new(None) };
+    static ONLY_RESERVES: Cell<bool> = const { Cell::new(false) };
+    static FROM_RESERVES: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Models a thread in reclaim (`PF_MEMALLOC`) on a machine whose only free
+/// memory is the reserves, while `on`: an allocation without
+/// `__GFP_NOMEMALLOC` succeeds from the reserves (counted by
+/// [`from_reserves`]), as the kernel's page allocator lets it; one with
+/// the flag fails.
+pub fn only_reserves_left(on: bool) {
+    ONLY_RESERVES.with(|r| r.set(on));
+}
+
+/// Allocations this thread took from the reserves of
+/// [`only_reserves_left`].
+pub fn from_reserves() -> u64 {
+    FROM_RESERVES.with(Cell::get)
 }
 
 /// Makes the allocation after the next `n` successful ones fail (so `0`
@@ -44,7 +62,13 @@ pub fn live() -> i64 {
 }
 
 /// Called before every allocation: returns `false` when it must fail.
-pub(crate) fn on_alloc() -> bool {
+pub(crate) fn on_alloc(flags: Flags) -> bool {
+    if ONLY_RESERVES.with(Cell::get) {
+        if flags.contains(__GFP_NOMEMALLOC) {
+            return false;
+        }
+        FROM_RESERVES.with(|r| r.set(r.get() + 1));
+    }
     let fail = FAIL_AFTER.with(|f| match f.get() {
         Some(0) => {
             f.set(None);

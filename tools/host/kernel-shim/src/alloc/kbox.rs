@@ -106,8 +106,8 @@ impl<T, A: Allocator> Box<T, A> {
     }
 
     /// Allocates a box with uninitialised contents.
-    pub fn new_uninit(_flags: Flags) -> Result<Box<MaybeUninit<T>, A>, AllocError> {
-        if !fault::on_alloc() {
+    pub fn new_uninit(flags: Flags) -> Result<Box<MaybeUninit<T>, A>, AllocError> {
+        if !fault::on_alloc(flags) {
             return Err(AllocError);
         }
         let raw = std::boxed::Box::into_raw(std::boxed::Box::<T>::new_uninit());
