@@ -112,8 +112,8 @@ bool gcma_release(struct gcma_area *area, const struct page *pages,
 void gcma_flush_releases(struct gcma_area *area);
 void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
 struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
-struct gcma_area *gcma_area_in_range(unsigned long start_pfn,
-				     unsigned long nr_pages);
+unsigned long gcma_area_pfn_in_range(unsigned long start_pfn,
+				     unsigned long end_pfn);
 
 DECLARE_STATIC_KEY_FALSE(gcma_in_service);
 /* Page frame numbers spanned by the areas in service: [lo, hi). */
@@ -157,6 +157,32 @@ static inline bool gcma_pfn_in_area(unsigned long pfn)
 	if (pfn < READ_ONCE(gcma_pfn_lo) || pfn >= READ_ONCE(gcma_pfn_hi))
 		return false;
 	return gcma_area_of_pfn(pfn);
+}
+
+/**
+ * gcma_area_pfn() - a page frame of a GCMA area in a range of page frames
+ * @start_pfn: first page frame of the range
+ * @end_pfn: page frame after its last
+ *
+ * For has_unmovable_pages(): the free pages of an area never become buddy
+ * pages, so a pageblock that holds any must not be isolated.  The
+ * pageblocks wholly inside an area are isolated for good; this refuses the
+ * edge pageblocks an area shares with the page allocator when its base or
+ * end is not pageblock-aligned, so that memory offlining and
+ * alloc_contig_range() fail at once there too.  Costs a static branch
+ * while no area is in service.  Any context.
+ *
+ * Return: a page frame of an area in service in the range, or @end_pfn.
+ */
+static inline unsigned long gcma_area_pfn(unsigned long start_pfn,
+					  unsigned long end_pfn)
+{
+	if (!static_branch_unlikely(&gcma_in_service))
+		return end_pfn;
+	if (end_pfn <= READ_ONCE(gcma_pfn_lo) ||
+	    start_pfn >= READ_ONCE(gcma_pfn_hi))
+		return end_pfn;
+	return gcma_area_pfn_in_range(start_pfn, end_pfn);
 }
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
@@ -491,6 +517,12 @@ static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 static inline bool gcma_pfn_in_area(unsigned long pfn)
 {
 	return false;
+}
+
+static inline unsigned long gcma_area_pfn(unsigned long start_pfn,
+					  unsigned long end_pfn)
+{
+	return end_pfn;
 }
 
 static inline void gcma_reserve(void) { }

@@ -14,8 +14,6 @@
  *   they allocate under their caller's tag, and pages lent to DMEM are
  *   counted under a tag of their own; a tag is a static object that a C
  *   macro makes;
- * - the memory hotplug notifier that refuses to offline an area's pages
- *   (a notifier block is a static C object);
  * - /sys/kernel/mm/gcma/<area>/ (the counters of each area) and
  *   /sys/kernel/debug/gcma/<area>/alloc_latency (a log2 histogram of the
  *   time an allocation takes): attribute tables.
@@ -29,7 +27,6 @@
 #include <linux/debugfs.h>
 #include <linux/gcma.h>
 #include <linux/kobject.h>
-#include <linux/memory.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
@@ -52,52 +49,6 @@ unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
 static void gcma_sysfs_add(struct gcma_area *area);
 static void gcma_debugfs_add(struct gcma_area *area);
 
-#ifdef CONFIG_MEMORY_HOTPLUG
-/*
- * Offlining memory that holds pages of an area must fail at once.  The
- * pageblocks wholly inside an area are isolated for good, so that
- * offline_pages() fails to isolate them (-EBUSY).  An area that does not
- * begin and end on pageblock boundaries shares its edge pageblocks with
- * the page allocator, and those isolate: offline_pages() would then wait
- * for the area's free pages to become buddy pages, which they never do,
- * retrying until a fatal signal.  MEM_GOING_OFFLINE comes after the
- * isolation and before that loop: veto it there.
- */
-static int gcma_memory_notify(struct notifier_block *nb,
-			      unsigned long action, void *data)
-{
-	const struct memory_notify *arg = data;
-	const struct gcma_area *area;
-
-	if (action != MEM_GOING_OFFLINE)
-		return NOTIFY_OK;
-	area = gcma_area_in_range(arg->start_pfn, arg->nr_pages);
-	if (!area)
-		return NOTIFY_OK;
-	pr_info_ratelimited("%s: pfns [%#lx, %#lx) hold pages of the area: not offlined\n",
-			    area->name, arg->start_pfn,
-			    arg->start_pfn + arg->nr_pages);
-	return notifier_from_errno(-EBUSY);
-}
-
-static struct notifier_block gcma_memory_nb = {
-	.notifier_call = gcma_memory_notify,
-};
-
-static void gcma_keep_online(void)
-{
-	static bool registered;
-
-	if (registered)
-		return;
-	registered = true;
-	if (register_memory_notifier(&gcma_memory_nb))
-		pr_warn("no memory hotplug notifier: offlining a block that holds an area's edge pageblock will retry until killed\n");
-}
-#else
-static inline void gcma_keep_online(void) { }
-#endif
-
 /**
  * gcma_area_check_frees() - make the page free paths check an area's pfns
  * @area: the area, about to be put in service
@@ -113,7 +64,6 @@ void gcma_area_check_frees(struct gcma_area *area)
 	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
 	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + (area->size >> PAGE_SHIFT)));
 	static_branch_enable(&gcma_in_service);
-	gcma_keep_online();
 }
 
 /* The sysfs and debugfs files of an area just put in service. */

@@ -246,16 +246,14 @@ pub(crate) extern "C" fn gcma_area_of_pfn(pfn: c_ulong) -> *mut bindings::gcma_a
     area_of_pfn(pfn).map_or(core::ptr::null_mut(), |a| a.c.as_ptr())
 }
 
-/// Returns the descriptor of an area in service with a page frame in
-/// `start_pfn..start_pfn + nr_pages`, or NULL: for the memory hotplug
-/// notifier that keeps areas online (`area.c`).  Any context.
+/// Returns a page frame of `start_pfn..end_pfn` that lies in an area in
+/// service, or `end_pfn` if none does: for `gcma_area_pfn()`, which
+/// the page allocator's pageblock isolation calls with the zone lock held.
+/// Any context.
 #[no_mangle]
-pub(crate) extern "C" fn gcma_area_in_range(
-    start_pfn: c_ulong,
-    nr_pages: c_ulong,
-) -> *mut bindings::gcma_area {
-    area_in_pfn_range(start_pfn, start_pfn.saturating_add(nr_pages))
-        .map_or(core::ptr::null_mut(), |a| a.c.as_ptr())
+pub(crate) extern "C" fn gcma_area_pfn_in_range(start_pfn: c_ulong, end_pfn: c_ulong) -> c_ulong {
+    area_in_pfn_range(start_pfn, end_pfn)
+        .map_or(end_pfn, |a| start_pfn.max(a.frames.base_pfn()))
 }
 
 /// Whether a block running past its area was reported (once).
