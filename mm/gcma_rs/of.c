@@ -30,11 +30,14 @@
 #include <linux/device.h>
 #include <linux/dma-map-ops.h>
 #include <linux/gcma.h>
+#include <linux/initrd.h>
 #include <linux/libfdt.h>
+#include <linux/memblock.h>
 #include <linux/of_fdt.h>
 #include <linux/of_reserved_mem.h>
 #include <linux/pgtable.h>
 #include <linux/string.h>
+#include <asm/sections.h>
 
 #include "reserve.h"
 
@@ -87,6 +90,74 @@ static bool __init gcma_of_overlaps(phys_addr_t base, phys_addr_t size,
 		}
 	}
 	return false;
+}
+
+/* A node whose "status" is absent, "okay" or "ok". */
+static bool __init gcma_of_available(const void *fdt, int node)
+{
+	const char *status = fdt_getprop(fdt, node, "status", NULL);
+
+	return !status || !strcmp(status, "okay") || !strcmp(status, "ok");
+}
+
+static bool __init gcma_of_meets(phys_addr_t base, phys_addr_t size,
+				 phys_addr_t b, phys_addr_t s)
+{
+	return s && base < b + s && b < base + size;
+}
+
+/*
+ * What else holds part of a fixed node's range, or NULL.  The
+ * reserved-memory core reserves each "reg" node in a first pass only if
+ * nothing holds its range yet (else it prints "failed to reserve memory
+ * for node") and calls gcma_rmem_setup() for every node all the same, so
+ * the range may belong to another node, to the kernel, the initrd or the
+ * device tree, to a /memreserve/ entry, or not be mapped RAM.  Another
+ * node that is not GCMA's wins whatever the order: a no-map one does not
+ * even make the first pass fail.  Nodes placed by the kernel ("size") are
+ * allocated from free memory and cannot share.
+ */
+static const char * __init gcma_of_claimed(unsigned long node,
+					   phys_addr_t base, phys_addr_t size)
+{
+	const void *fdt = initial_boot_params;
+	struct memblock_region *r;
+	int root, child, n;
+	u64 b, s;
+
+	root = fdt_path_offset(fdt, "/reserved-memory");
+	fdt_for_each_subnode(child, fdt, root) {
+		int len, t_len = (dt_root_addr_cells + dt_root_size_cells) * 4;
+		const __be32 *reg = fdt_getprop(fdt, child, "reg", &len);
+
+		/* Overlaps between GCMA nodes: the first taken keeps it. */
+		if (child == node || !reg || len < t_len ||
+		    !gcma_of_available(fdt, child) ||
+		    fdt_getprop(fdt, child, GCMA_OF_PROP, NULL))
+			continue;
+		b = dt_mem_next_cell(dt_root_addr_cells, &reg);
+		s = dt_mem_next_cell(dt_root_size_cells, &reg);
+		if (gcma_of_meets(base, size, b, s))
+			return fdt_get_name(fdt, child, NULL);
+	}
+	if (gcma_of_meets(base, size, __pa_symbol(_text),
+			  __pa_symbol(_end) - __pa_symbol(_text)))
+		return "the kernel image";
+	if (IS_ENABLED(CONFIG_BLK_DEV_INITRD) &&
+	    gcma_of_meets(base, size, phys_initrd_start, phys_initrd_size))
+		return "the initrd";
+	if (gcma_of_meets(base, size, __pa(fdt), fdt_totalsize(fdt)))
+		return "the device tree blob";
+	for (n = 0; !fdt_get_mem_rsv(fdt, n, &b, &s) && s; n++)
+		if (gcma_of_meets(base, size, b, s))
+			return "a /memreserve/ entry";
+	if (!memblock_is_region_memory(base, size))
+		return "no RAM";
+	for_each_mem_region(r)
+		if (memblock_is_nomap(r) &&
+		    gcma_of_meets(base, size, r->base, r->size))
+			return "no-map memory";
+	return NULL;
 }
 
 static int __init gcma_rmem_setup(struct reserved_mem *rmem)
@@ -145,6 +216,15 @@ static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 		return -ENOENT;
 	}
 
+	other = of_get_flat_dt_prop(node, "reg", NULL) ?
+		gcma_of_claimed(node, rmem->base, rmem->size) : NULL;
+	if (other) {
+		pr_err("%s: [%pa+%pa] overlaps %s; not reserved\n",
+		       rmem->name, &rmem->base, &rmem->size, other);
+		/* As above: the range stays with whoever holds it. */
+		return -ENOENT;
+	}
+
 	area = gcma_add_area(name, rmem->base, rmem->size, thp);
 	if (IS_ERR(area)) {
 		pr_err("%s: %s; not reserved\n", rmem->name,
@@ -185,13 +265,11 @@ void __init gcma_of_check(void)
 	if (root < 0)
 		return;
 	fdt_for_each_subnode(child, fdt, root) {
-		const char *status = fdt_getprop(fdt, child, "status", NULL);
 		const char *uname = fdt_get_name(fdt, child, NULL);
 
 		if (!fdt_getprop(fdt, child, GCMA_OF_PROP, NULL) ||
-		    fdt_node_check_compatible(fdt, child, "shared-dma-pool"))
-			continue;
-		if (status && strcmp(status, "okay") && strcmp(status, "ok"))
+		    fdt_node_check_compatible(fdt, child, "shared-dma-pool") ||
+		    !gcma_of_available(fdt, child))
 			continue;
 		for (i = 0; i < gcma_of_nr_seen; i++)
 			if (gcma_of_seen[i] == child)

@@ -51,6 +51,9 @@ EXPECTED = {
     "bad-nomap": (True, "no-map"),
     "bad-align@72100000": (False, "misaligned: the kernel refuses it, a schema cannot see it"),
     "bad-overlap@71000000": (False, "overlaps gcma-cam: the kernel refuses it, a schema cannot"),
+    "fw@72e00000": (False, "a firmware carve-out, not GCMA's"),
+    "bad-fw-overlap@72c00000": (False, "overlaps fw: the kernel refuses it, a schema cannot"),
+    "bad-kernel@40000000": (False, "overlaps the kernel: the kernel refuses it, a schema cannot"),
 }
 
 # dt-schema's shared-dma-pool.yaml on a GCMA node: only our properties.
@@ -146,9 +149,9 @@ def main(argv):
             for t in [] if must_fail else ours + other + unknown_pool:
                 print("    " + t.replace("\n", "\n    "))
     if bad:
-        print("dt: %d of %d GCMA nodes not as expected" % (bad, len(EXPECTED)))
+        print("dt: %d of %d reserved-memory nodes not as expected" % (bad, len(EXPECTED)))
         return 1
-    print("dt: the binding accepts and refuses the arm64 tier's %d GCMA nodes as expected"
+    print("dt: the binding accepts and refuses the arm64 tier's %d reserved-memory nodes as expected"
           % len(EXPECTED))
     return 0
 
