@@ -193,6 +193,11 @@ echo "RCXVM, mprotect() of whole VMAs under the mmap read lock (rcxvm_bench):"
 grep -a '^RCXVM-BENCH' "$logs/rcxvm/rcxvm_bench.log" | sed -E 's/^RCXVM-BENCH ?/  /' || true
 echo "  goals (issue 28): rcxvm/stock >= 1.5x with 2 threads, >= 1.8x with 4, >= 0.95x with 1;"
 echo "  4 vCPUs on the host's cores under TCG cap what parallel calls can gain."
+echo
+echo "RCXVM on the thesis's application workloads, ebizzy-like and Metis-like (rcxvm_workloads):"
+grep -a '^RCXVM-WORK' "$logs/rcxvm/rcxvm_bench.log" | sed -E 's/^RCXVM-WORK ?/  /' || true
+echo "  their mprotect() calls grow glibc's thread heaps (a part of a PROT_NONE mapping),"
+echo "  which the fast path leaves to the mmap write lock: the fallbacks column says why."
 
 # The area map's search against first-fit bitmap scans: a host benchmark
 # (tools/host/crates/gcma-core), the allocator's own work without the

@@ -193,9 +193,11 @@ mod key;
 mod pages;
 mod store;
 
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+pub(crate) use env::node_flags;
 pub(crate) use env::{
-    node_flags, BucketLock, BucketMap, Config, FillCopy, IdlePage, Lock, LockClass, PageAccess,
-    PageSupply, Platform, ReadCopy,
+    BucketLock, BucketMap, Config, FillCopy, IdlePage, Lock, LockClass, PageAccess, PageSupply,
+    Platform, ReadCopy,
 };
 pub(crate) use key::{FileKey, Handle, Key, SwapKey};
 pub(crate) use pages::{Link, Slot};

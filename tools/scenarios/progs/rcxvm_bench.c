@@ -14,7 +14,10 @@
  * medians, and the mmap-lock write acquisitions per mprotect() of each
  * setting: calls minus those the fast path answered
  * (/sys/kernel/debug/rcxvm/write_locks_avoided), divided by the calls, a
- * figure that does not depend on timing.  Each RCXVM-RUN line also gives
+ * figure that does not depend on timing, and the faulters' rounds per
+ * second (median) in each setting, so that a setting that lets the
+ * faulters run more shows beside the calls it costs the togglers.  Each
+ * RCXVM-RUN line also gives
  * the TLB-shootdown and function-call interrupts (/proc/interrupts, "TLB"
  * and "CAL", all CPUs) per mprotect() of that measurement, another count
  * the clock does not set.
@@ -34,6 +37,8 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "rcxvm_switch.h"
 
 #define PAGE	4096UL
 #define VPAGES	4
@@ -94,32 +99,6 @@ static void *work(void *arg)
 	return NULL;
 }
 
-static unsigned long counter(const char *name)
-{
-	char path[128];
-	unsigned long v = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/kernel/debug/rcxvm/%s", name);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	if (fscanf(f, "%lu", &v) != 1)
-		v = 0;
-	fclose(f);
-	return v;
-}
-
-static int set_fast(int on)
-{
-	FILE *f = fopen("/sys/kernel/mm/rcxvm/enabled", "w");
-
-	if (!f)
-		return on ? -1 : 0;
-	fprintf(f, "%d\n", on);
-	return fclose(f) ? -1 : 0;
-}
-
 /*
  * The sum over all CPUs of the /proc/interrupts line whose name is NAME
  * ("TLB:", "CAL:"); 0 where there is none.
@@ -157,11 +136,11 @@ static unsigned long interrupts(const char *name)
  * One measurement: calls per second and write acquisitions per call; TLB
  * shootdown and function-call interrupts per call into ipis[0] and [1].
  */
-static int run(int t, int f, double *rate, double *wl, double ipis[2])
+static int run(int t, int f, double *rate, double *wl, double ipis[2], double *frate)
 {
 	unsigned long tlb0 = interrupts("TLB:"), cal0 = interrupts("CAL:");
 	struct worker w[2 * MAXT] = { 0 };
-	unsigned long avoided0 = counter("write_locks_avoided"), calls = 0;
+	unsigned long avoided0 = rcxvm_counter("write_locks_avoided"), calls = 0, faults = 0;
 	struct timespec a, b;
 	double s;
 	int bad = 0;
@@ -183,6 +162,8 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2])
 		pthread_join(w[i].th, NULL);
 		if (i < t)
 			calls += w[i].ops;
+		else
+			faults += w[i].ops;
 		bad |= w[i].bad;
 		munmap(w[i].mem, VPAGES * PAGE);
 	}
@@ -190,7 +171,8 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2])
 	atomic_store(&go, 0);
 	s = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
 	*rate = calls / s;
-	*wl = calls ? (double)(calls - (counter("write_locks_avoided") - avoided0)) / calls : 0;
+	*frate = faults / s;
+	*wl = calls ? (double)(calls - (rcxvm_counter("write_locks_avoided") - avoided0)) / calls : 0;
 	ipis[0] = calls ? (double)(interrupts("TLB:") - tlb0) / calls : 0;
 	ipis[1] = calls ? (double)(interrupts("CAL:") - cal0) / calls : 0;
 	return bad;
@@ -238,39 +220,41 @@ int main(int argc, char **argv)
 		printf("RCXVM-BENCH no /sys/kernel/mm/rcxvm/enabled: both columns are the stock path\n");
 	printf("RCXVM-BENCH mprotect-parallel: mprotect() calls/s (median of %d rounds of %d ms, spread), fast path off (stock) and on, same boot\n",
 	       rounds, ms);
-	printf("RCXVM-BENCH %-7s %-8s %16s %16s %7s %16s\n", "threads", "faulters",
-	       "stock", "rcxvm", "ratio", "wlocks/mprotect");
+	printf("RCXVM-BENCH %-7s %-8s %16s %16s %7s %16s %18s\n", "threads", "faulters",
+	       "stock", "rcxvm", "ratio", "wlocks/mprotect", "faulter rounds/s");
 	for (int i = 0; i < nt; i++)
 		for (int j = 0; j < nf; j++) {
-			double r[2][MAXR], wl[2][MAXR], med[2], spread[2], wlm[2], ipis[2];
+			double r[2][MAXR], wl[2][MAXR], fr[2][MAXR], med[2], spread[2], wlm[2], ipis[2];
 
 			for (int k = 0; k < rounds; k++)
 				for (int o = 0; o < 2; o++) {
 					int on = (o + k) % 2;
 
-					if (have_switch && set_fast(on)) {
+					if (have_switch && rcxvm_set_fast(on)) {
 						printf("RCXVM-BENCH cannot switch the fast path\n");
 						return 1;
 					}
-					if (run(tv[i], fv[j], &r[on][k], &wl[on][k], ipis)) {
+					if (run(tv[i], fv[j], &r[on][k], &wl[on][k], ipis, &fr[on][k])) {
 						printf("RCXVM-BENCH wrong byte read back\n");
 						return 1;
 					}
-					printf("RCXVM-RUN threads=%d faulters=%d fast=%d round=%d calls_per_s=%.0f wlocks_per_call=%.3f tlb_ipis_per_call=%.3f cal_ipis_per_call=%.3f\n",
-					       tv[i], fv[j], on, k, r[on][k], wl[on][k], ipis[0], ipis[1]);
+					printf("RCXVM-RUN threads=%d faulters=%d fast=%d round=%d calls_per_s=%.0f faulter_rounds_per_s=%.0f wlocks_per_call=%.3f tlb_ipis_per_call=%.3f cal_ipis_per_call=%.3f\n",
+					       tv[i], fv[j], on, k, r[on][k], fr[on][k], wl[on][k], ipis[0], ipis[1]);
 				}
 			for (int on = 0; on < 2; on++) {
 				qsort(r[on], rounds, sizeof(double), cmp);
 				qsort(wl[on], rounds, sizeof(double), cmp);
+				qsort(fr[on], rounds, sizeof(double), cmp);
 				med[on] = r[on][rounds / 2];
 				spread[on] = med[on] ? 100 * (r[on][rounds - 1] - r[on][0]) / med[on] : 0;
 				wlm[on] = wl[on][rounds / 2];
 			}
-			printf("RCXVM-BENCH %-7d %-8d %9.0f +-%3.0f%% %9.0f +-%3.0f%% %6.2fx %7.2f / %5.2f\n",
+			printf("RCXVM-BENCH %-7d %-8d %9.0f +-%3.0f%% %9.0f +-%3.0f%% %6.2fx %7.2f / %5.2f %8.0f / %7.0f\n",
 			       tv[i], fv[j], med[0], spread[0], med[1], spread[1],
-			       med[0] ? med[1] / med[0] : 0, wlm[0], wlm[1]);
+			       med[0] ? med[1] / med[0] : 0, wlm[0], wlm[1],
+			       fr[0][rounds / 2], fr[1][rounds / 2]);
 			fflush(stdout);
 		}
-	set_fast(1);
+	rcxvm_set_fast(1);
 	return 0;
 }
