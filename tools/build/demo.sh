@@ -196,8 +196,8 @@ echo "  4 vCPUs on the host's cores under TCG cap what parallel calls can gain."
 echo
 echo "RCXVM on the thesis's application workloads, ebizzy-like and Metis-like (rcxvm_workloads):"
 grep -a '^RCXVM-WORK' "$logs/rcxvm/rcxvm_bench.log" | sed -E 's/^RCXVM-WORK ?/  /' || true
-echo "  their mprotect() calls grow glibc's thread heaps (a part of a PROT_NONE mapping),"
-echo "  which the fast path leaves to the mmap write lock: the fallbacks column says why."
+echo "  glibc calls mprotect() only while it grows thread heaps and stacks (a part of a"
+echo "  mapping: the warm-up lines' fallbacks), so in steady state there is nothing to speed up."
 
 # The area map's search against first-fit bitmap scans: a host benchmark
 # (tools/host/crates/gcma-core), the allocator's own work without the
