@@ -252,8 +252,7 @@ pub(crate) extern "C" fn gcma_area_of_pfn(pfn: c_ulong) -> *mut bindings::gcma_a
 /// Any context.
 #[no_mangle]
 pub(crate) extern "C" fn gcma_area_pfn_in_range(start_pfn: c_ulong, end_pfn: c_ulong) -> c_ulong {
-    area_in_pfn_range(start_pfn, end_pfn)
-        .map_or(end_pfn, |a| start_pfn.max(a.frames.base_pfn()))
+    area_in_pfn_range(start_pfn, end_pfn).map_or(end_pfn, |a| start_pfn.max(a.frames.base_pfn()))
 }
 
 /// Whether a block running past its area was reported (once).
