@@ -159,7 +159,8 @@
 //! __GFP_NOWARN | __GFP_NOMEMALLOC` (no sleeping, no recursion into
 //! reclaim, no warning, and none of the reserves that `PF_MEMALLOC` would
 //! open to a store made in reclaim): if it fails, the store reports
-//! [`Refusal::NoMemory`] and drops the key's old entry, which is stale now.  No operation returns an error.
+//! [`Refusal::NoMemory`] and drops the key's old entry, which is stale
+//! now.  No operation returns an error.
 //!
 //! # Eviction
 //!
