@@ -27,6 +27,7 @@
 #define pr_fmt(fmt) "gcma: " fmt
 
 #include <linux/cma.h>
+#include <linux/crash_dump.h>
 #include <linux/device.h>
 #include <linux/dma-map-ops.h>
 #include <linux/gcma.h>
@@ -106,20 +107,31 @@ static bool __init gcma_of_meets(phys_addr_t base, phys_addr_t size,
 	return s && base < b + s && b < base + size;
 }
 
+/* A GCMA node: a "shared-dma-pool" with the "guarantee" property. */
+static bool __init gcma_of_is_gcma(const void *fdt, int node)
+{
+	return fdt_getprop(fdt, node, GCMA_OF_PROP, NULL) &&
+	       !fdt_node_check_compatible(fdt, node, "shared-dma-pool");
+}
+
 /*
  * What else holds part of a fixed node's range, or NULL.  The
- * reserved-memory core reserves each "reg" node in a first pass only if
- * nothing holds its range yet (else it prints "failed to reserve memory
- * for node") and calls gcma_rmem_setup() for every node all the same, so
- * the range may belong to another node, to the kernel, the initrd or the
- * device tree, to a /memreserve/ entry, or not be mapped RAM.  Another
- * node that is not GCMA's wins whatever the order: a no-map one does not
- * even make the first pass fail.  Nodes placed by the kernel ("size") are
- * allocated from free memory and cannot share.
+ * reserved-memory core's first pass reserves a mapped "reg" node with
+ * memblock_reserve(), which takes overlaps in silence, and marks a no-map
+ * one only if no reservation holds its range; its second pass calls
+ * gcma_rmem_setup() for every node all the same.  So the range may belong
+ * to another node (every "reg" entry of it counts; overlaps between GCMA
+ * nodes are left to gcma_of_overlaps(), the first taken keeps it), to the
+ * kernel, the initrd, the device tree or a crash kernel's elfcorehdr, to
+ * a /memreserve/ entry, or not be mapped RAM (@nomap: the node is no-map
+ * itself, so its own range is).  Reservations made by firmware code
+ * (EFI's memory map, TPM logs) are not looked for.  Nodes placed by the
+ * kernel ("size") are allocated from free memory and cannot share.
  */
-static const char * __init gcma_of_claimed(unsigned long node,
+static const char * __init gcma_of_claimed(unsigned long node, bool nomap,
 					   phys_addr_t base, phys_addr_t size)
 {
+	int t_len = (dt_root_addr_cells + dt_root_size_cells) * sizeof(__be32);
 	const void *fdt = initial_boot_params;
 	struct memblock_region *r;
 	int root, child, n;
@@ -127,18 +139,18 @@ static const char * __init gcma_of_claimed(unsigned long node,
 
 	root = fdt_path_offset(fdt, "/reserved-memory");
 	fdt_for_each_subnode(child, fdt, root) {
-		int len, t_len = (dt_root_addr_cells + dt_root_size_cells) * 4;
+		int len;
 		const __be32 *reg = fdt_getprop(fdt, child, "reg", &len);
 
-		/* Overlaps between GCMA nodes: the first taken keeps it. */
-		if (child == node || !reg || len < t_len ||
-		    !gcma_of_available(fdt, child) ||
-		    fdt_getprop(fdt, child, GCMA_OF_PROP, NULL))
+		if (child == node || !reg || !gcma_of_available(fdt, child) ||
+		    gcma_of_is_gcma(fdt, child))
 			continue;
-		b = dt_mem_next_cell(dt_root_addr_cells, &reg);
-		s = dt_mem_next_cell(dt_root_size_cells, &reg);
-		if (gcma_of_meets(base, size, b, s))
-			return fdt_get_name(fdt, child, NULL);
+		for (; len >= t_len; len -= t_len) {
+			b = dt_mem_next_cell(dt_root_addr_cells, &reg);
+			s = dt_mem_next_cell(dt_root_size_cells, &reg);
+			if (gcma_of_meets(base, size, b, s))
+				return fdt_get_name(fdt, child, NULL);
+		}
 	}
 	if (gcma_of_meets(base, size, __pa_symbol(_text),
 			  __pa_symbol(_end) - __pa_symbol(_text)))
@@ -146,15 +158,20 @@ static const char * __init gcma_of_claimed(unsigned long node,
 	if (IS_ENABLED(CONFIG_BLK_DEV_INITRD) &&
 	    gcma_of_meets(base, size, phys_initrd_start, phys_initrd_size))
 		return "the initrd";
-	if (gcma_of_meets(base, size, __pa(fdt), fdt_totalsize(fdt)))
+	/* On arm64 the blob is mapped in the fixmap: __pa() cannot take it. */
+	if (gcma_of_meets(base, size, initial_boot_params_pa,
+			  fdt_totalsize(fdt)))
 		return "the device tree blob";
+	if (IS_ENABLED(CONFIG_CRASH_DUMP) &&
+	    gcma_of_meets(base, size, elfcorehdr_addr, elfcorehdr_size))
+		return "the elfcorehdr";
 	for (n = 0; !fdt_get_mem_rsv(fdt, n, &b, &s) && s; n++)
 		if (gcma_of_meets(base, size, b, s))
 			return "a /memreserve/ entry";
 	if (!memblock_is_region_memory(base, size))
 		return "no RAM";
 	for_each_mem_region(r)
-		if (memblock_is_nomap(r) &&
+		if (!nomap && memblock_is_nomap(r) &&
 		    gcma_of_meets(base, size, r->base, r->size))
 			return "no-map memory";
 	return NULL;
@@ -165,6 +182,7 @@ static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 	unsigned long node = rmem->fdt_node;
 	bool thp = of_get_flat_dt_prop(node, GCMA_OF_PROP_THP, NULL);
 	bool dflt = of_get_flat_dt_prop(node, "linux,cma-default", NULL);
+	bool nomap = of_get_flat_dt_prop(node, "no-map", NULL);
 	phys_addr_t align = thp ? PMD_SIZE : CMA_MIN_ALIGNMENT_BYTES;
 	char name[GCMA_AREA_NAME_LEN];
 	struct gcma_area *area;
@@ -176,8 +194,26 @@ static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 	if (gcma_of_nr_seen < ARRAY_SIZE(gcma_of_seen))
 		gcma_of_seen[gcma_of_nr_seen++] = node;
 
-	if (!of_get_flat_dt_prop(node, "reusable", NULL) ||
-	    of_get_flat_dt_prop(node, "no-map", NULL)) {
+	/*
+	 * Overlaps first, with -ENOENT: on any other error the
+	 * reserved-memory code gives the node's whole range back to memblock
+	 * (or clears its no-map mark), and with it the pages of whoever else
+	 * holds part of it.  -ENOENT leaves the range as it is.
+	 */
+	if (gcma_of_overlaps(rmem->base, rmem->size, &other)) {
+		pr_err("%s: [%pa+%pa] overlaps area %s; not reserved\n",
+		       rmem->name, &rmem->base, &rmem->size, other);
+		return -ENOENT;
+	}
+	other = of_get_flat_dt_prop(node, "reg", NULL) ?
+		gcma_of_claimed(node, nomap, rmem->base, rmem->size) : NULL;
+	if (other) {
+		pr_err("%s: [%pa+%pa] overlaps %s; not reserved\n",
+		       rmem->name, &rmem->base, &rmem->size, other);
+		return -ENOENT;
+	}
+
+	if (!of_get_flat_dt_prop(node, "reusable", NULL) || nomap) {
 		pr_err("%s: a \"guarantee\" pool must be \"reusable\" and mapped (no \"no-map\"); not reserved\n",
 		       rmem->name);
 		return -EINVAL;
@@ -205,26 +241,6 @@ static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 	}
 	memcpy(name, rmem->name, len);
 	name[len] = '\0';
-	if (gcma_of_overlaps(rmem->base, rmem->size, &other)) {
-		pr_err("%s: [%pa+%pa] overlaps area %s; not reserved\n",
-		       rmem->name, &rmem->base, &rmem->size, other);
-		/*
-		 * Not -EINVAL: the reserved-memory code would give the node's
-		 * range back to memblock, the other area's pages with it.
-		 * -ENOENT leaves the range reserved, in use by nobody else.
-		 */
-		return -ENOENT;
-	}
-
-	other = of_get_flat_dt_prop(node, "reg", NULL) ?
-		gcma_of_claimed(node, rmem->base, rmem->size) : NULL;
-	if (other) {
-		pr_err("%s: [%pa+%pa] overlaps %s; not reserved\n",
-		       rmem->name, &rmem->base, &rmem->size, other);
-		/* As above: the range stays with whoever holds it. */
-		return -ENOENT;
-	}
-
 	area = gcma_add_area(name, rmem->base, rmem->size, thp);
 	if (IS_ERR(area)) {
 		pr_err("%s: %s; not reserved\n", rmem->name,
@@ -267,8 +283,7 @@ void __init gcma_of_check(void)
 	fdt_for_each_subnode(child, fdt, root) {
 		const char *uname = fdt_get_name(fdt, child, NULL);
 
-		if (!fdt_getprop(fdt, child, GCMA_OF_PROP, NULL) ||
-		    fdt_node_check_compatible(fdt, child, "shared-dma-pool") ||
+		if (!gcma_of_is_gcma(fdt, child) ||
 		    !gcma_of_available(fdt, child))
 			continue;
 		for (i = 0; i < gcma_of_nr_seen; i++)

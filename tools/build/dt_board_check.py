@@ -53,7 +53,8 @@ EXPECTED = {
     "bad-overlap@71000000": (False, "overlaps gcma-cam: the kernel refuses it, a schema cannot"),
     "fw@72e00000": (False, "a firmware carve-out, not GCMA's"),
     "bad-fw-overlap@72c00000": (False, "overlaps fw: the kernel refuses it, a schema cannot"),
-    "bad-kernel@40000000": (False, "overlaps the kernel: the kernel refuses it, a schema cannot"),
+    "bad-kernel@40200000": (False, "overlaps the kernel: the kernel refuses it, a schema cannot"),
+    "bad-align-kernel@40500000": (False, "misaligned over the kernel: refused for the overlap, a schema cannot"),
 }
 
 # dt-schema's shared-dma-pool.yaml on a GCMA node: only our properties.

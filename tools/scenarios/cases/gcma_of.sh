@@ -42,7 +42,8 @@ check refused_nosize expect_dmesg 'gcma: bad-nosize: neither "reg" nor "size"; n
 check refused_align expect_dmesg 'gcma: bad-align@72100000: .* is not aligned to .*; not reserved'
 check refused_overlap expect_dmesg 'gcma: bad-overlap@71000000: .* overlaps area gcma-cam; not reserved'
 check refused_fw_overlap expect_dmesg 'gcma: bad-fw-overlap@72c00000: .* overlaps fw@72e00000; not reserved'
-check refused_kernel_overlap expect_dmesg 'gcma: bad-kernel@40000000: .* overlaps (the kernel image|the device tree blob|the initrd); not reserved'
+check refused_kernel_overlap expect_dmesg 'gcma: bad-kernel@40200000: .* overlaps the kernel image; not reserved'
+check refused_align_kernel_overlap expect_dmesg 'gcma: bad-align-kernel@40500000: .* overlaps the kernel image; not reserved'
 check refused_thp_default expect_dmesg 'gcma: bad-thp-default: .*linux,cma-default.* together.*; not reserved'
 check refused_nomap expect_dmesg 'gcma: bad-nomap: .*"reusable" and mapped.*; not reserved'
 check no_bad_area expect_eq "$(ls $M | grep -c '^bad')" 0
