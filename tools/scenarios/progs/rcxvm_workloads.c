@@ -9,8 +9,10 @@
  *          sorted table of records into it and binary-searches the copy
  *          for a record drawn at random, which must be where the source
  *          has it.  After glibc raises its mmap threshold (the first free
- *          of a mapped chunk) the chunks come from the threads' arenas,
- *          which grow their heaps by mprotect() and shrink them again.
+ *          of a mapped chunk) the chunks come from the threads' arenas.
+ *          glibc grows an arena's heap with mprotect() only past its
+ *          highest size so far, and shrinks it with MADV_DONTNEED, so the
+ *          calls come while the heaps first grow.
  *  metis   A word count in the shape of Metis's MapReduce jobs: T threads
  *          each count the words of their share of a 512 KiB text into a
  *          hash table of malloc()ed nodes (map), the tables are merged
@@ -22,7 +24,9 @@
  * operations per second (median and spread) and, from RCXVM's counters
  * over the runs with the fast path on, the mprotect() calls per
  * operation, the share that took the fast path, and the three commonest
- * reasons for falling back; counts that do not depend on timing.
+ * reasons for falling back.  The counters are the whole system's; the
+ * guest runs nothing else meanwhile.  Where a workload makes no calls,
+ * its ratio only shows the noise of the measurement.
  *
  *   rcxvm_workloads [-r rounds] [-d ms] [-T 1,2,4] [-w ebizzy,metis]
  *
@@ -174,17 +178,23 @@ static void word_of(unsigned int id, char *buf)
 /* Adds n occurrences of word w to t; allocates a node for a new word. */
 static int add(struct table *t, const char *w, unsigned long n)
 {
-	struct node **p = &t->bucket[hash(w)];
+	struct node **p = &t->bucket[hash(w)], *n_new;
 
 	for (; *p; p = &(*p)->next)
 		if (!strcmp((*p)->word, w)) {
 			(*p)->count += n;
 			return 0;
 		}
-	*p = calloc(1, sizeof(**p));
-	if (!*p || !((*p)->word = strdup(w)))
+	n_new = calloc(1, sizeof(*n_new));
+	if (!n_new)
 		return -1;
-	(*p)->count = n;
+	n_new->word = strdup(w);
+	if (!n_new->word) {
+		free(n_new);
+		return -1;
+	}
+	n_new->count = n;
+	*p = n_new;
 	return 0;
 }
 
@@ -327,7 +337,11 @@ static int run(int metis_on, int t, double *rate, unsigned long *nops)
 		w[i].nthreads = t;
 		w[i].metis = metis_on;
 		w[i].bar = &bar;
-		pthread_create(&w[i].th, NULL, work, &w[i]);
+		if (pthread_create(&w[i].th, NULL, work, &w[i])) {
+			/* The barrier counts t threads: nothing can run. */
+			printf("RCXVM-WORK cannot start thread %d\n", i);
+			exit(1);
+		}
 	}
 	clock_gettime(CLOCK_MONOTONIC, &a);
 	atomic_store(&go, 1);
