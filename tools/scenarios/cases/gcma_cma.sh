@@ -54,8 +54,10 @@ check nothing_discarded expect_eq "$(read_counter $G/discarded_pages)" 0
 check latency_histogram expect_eq "$(awk '!/^#/ { n += $2 } END { print n + 0 }' /sys/kernel/debug/gcma/gcma0/alloc_latency)" 4
 
 # An in-kernel caller: the benchmark's cma_alloc()/cma_release() pairs on
-# both areas, twice for each size that fits (64 to 8192 pages: 8 sizes),
-# in each of its two passes and in its profile pass (GCMA only).
+# both areas, once for each size that fits (64 to 8192 pages: 8 sizes),
+# in each of its two passes and in its profile pass (GCMA only).  One
+# repeat: a second one of the same sizes took 12 s more under TCG and
+# checked nothing the first does not.
 if [ -e /sys/kernel/debug/gcma_bench ]; then
 	before=$(read_counter $G/alloc_success)
 	# Malformed counts are refused and run nothing.
@@ -64,11 +66,11 @@ if [ -e /sys/kernel/debug/gcma_bench ]; then
 	done
 	check bench_refused_ran_nothing expect_eq "$(read_counter $G/alloc_success)" "$before"
 	check bench_refusal_logged expect_dmesg 'gcma_bench: expected a repeat count from 1 to 1000; nothing run'
-	echo 2 > /sys/kernel/debug/gcma_bench
+	echo 1 > /sys/kernel/debug/gcma_bench
 	check bench_gcma_never_fails expect_dmesg 'gcma: bench: done: [0-9]+ CMA and 0 GCMA allocations failed'
-	check bench_allocations expect_eq "$(read_counter $G/alloc_success)" $((before + 48))
+	check bench_allocations expect_eq "$(read_counter $G/alloc_success)" $((before + 24))
 	check bench_released expect_eq "$(read_counter $G/primary_used_pages)" 0
-	check bench_cma_sysfs expect_eq "$(read_counter /sys/kernel/mm/cma/gcma0/alloc_pages_success)" $((612 + 8192 + 6 * 16320))
+	check bench_cma_sysfs expect_eq "$(read_counter /sys/kernel/mm/cma/gcma0/alloc_pages_success)" $((612 + 8192 + 3 * 16320))
 else
 	log "no /sys/kernel/debug/gcma_bench (CONFIG_GCMA_BENCH=n): in-kernel caller not run"
 fi
