@@ -3,8 +3,9 @@
 """Validates the arm64 tier's device tree against the GCMA binding.
 
 The arm64 tier boots QEMU's virt machine with its own device tree plus
-tools/arm64/gcma.dtsi: three GCMA areas the kernel must accept and five
-malformed nodes it must refuse (scenario gcma_of checks the kernel's side).
+tools/arm64/gcma.dtsi: three GCMA areas the kernel must accept, a firmware
+carve-out, and nine GCMA nodes it must refuse, malformed or on a range
+something else holds (scenario gcma_of checks the kernel's side).
 This builds the same tree (run.py's arm64_dtb()), runs dt-schema's
 dt-validate on it with the processed schema of
 Documentation/devicetree/bindings/reserved-memory/gcma-shared-dma-pool.yaml
@@ -55,6 +56,9 @@ EXPECTED = {
     "bad-fw-overlap@72c00000": (False, "overlaps fw: the kernel refuses it, a schema cannot"),
     "bad-kernel@40200000": (False, "overlaps the kernel: the kernel refuses it, a schema cannot"),
     "bad-align-kernel@40500000": (False, "misaligned over the kernel: refused for the overlap, a schema cannot"),
+    # run.py names this node after the blob's address; here its stand-in
+    # (run.ARM64_BLOB_STAND_IN), there being no initrd.
+    "bad-blob@48e00000": (False, "on the device tree blob: the kernel refuses it, a schema cannot"),
 }
 
 # dt-schema's shared-dma-pool.yaml on a GCMA node: only our properties.
@@ -70,9 +74,11 @@ def load_run_py():
     return mod
 
 
-def dtsi_nodes():
-    """The names of the reserved-memory children of the dtsi."""
+def dtsi_nodes(run):
+    """The names of the reserved-memory children of the dtsi, with the
+    blob's stand-in address where run.py fills one in."""
     text = (REPO / "tools" / "arm64" / DTSI).read_text()
+    text = text.replace("@BLOB@", "%x" % run.ARM64_BLOB_STAND_IN)
     body = text[text.index("reserved-memory {"):]
     return re.findall(r"^\t\t(?:[\w-]+: )?([\w,@-]+) \{", body, re.M)
 
@@ -104,12 +110,12 @@ def main(argv):
     ap.add_argument("--dt-validate", default="dt-validate")
     args = ap.parse_args(argv)
 
-    nodes = dtsi_nodes()
+    run = load_run_py()
+    nodes = dtsi_nodes(run)
     if sorted(nodes) != sorted(EXPECTED):
         print("dt: %s's nodes %s are not those this check expects %s: update EXPECTED"
               % (DTSI, sorted(nodes), sorted(EXPECTED)))
         return 1
-    run = load_run_py()
     run.set_arch("arm64")
     with tempfile.TemporaryDirectory() as tmp:
         # The tier's smallest machine: the tree does not depend on it

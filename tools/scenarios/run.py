@@ -808,10 +808,31 @@ def smp_topology(smp, numa):
     return "%d,sockets=%d,cores=1,threads=1" % (smp, smp)
 
 
-def arm64_dtb(cfg, sc, tmp):
+# Where QEMU's virt machine (hw/arm/boot.c, QEMU 7.2 to 9.x) loads the
+# device tree blob on a direct kernel boot: the initrd goes at RAM's base
+# plus half of RAM, at most 128 MiB (the kernel, 0x40200000 plus its size,
+# ends below that), and the blob after the initrd at the next 2 MiB
+# boundary (aarch64).  A dtsi may name that address: run.py replaces
+# @BLOB@ with it in hex (a unit address) and @BLOB_HI@ and @BLOB_LO@ with
+# its two cells, so that a node can be placed on the blob.
+ARM64_RAM_BASE = 0x40000000
+ARM64_BLOB_ALIGN = 2 << 20
+# dt_board_check.py's tree has no initrd: an address for its nodes' names.
+ARM64_BLOB_STAND_IN = 0x48e00000
+
+
+def arm64_blob_address(mem_mib, initrd_size):
+    """The physical address QEMU loads the blob at, for a guest of mem_mib
+    with an initrd of initrd_size bytes."""
+    initrd = ARM64_RAM_BASE + min((mem_mib << 20) // 2, 128 << 20)
+    return -(-(initrd + initrd_size) // ARM64_BLOB_ALIGN) * ARM64_BLOB_ALIGN
+
+
+def arm64_dtb(cfg, sc, tmp, blob=ARM64_BLOB_STAND_IN):
     """The virt machine's own device tree (dumped by QEMU with the boot's
     machine, CPUs and memory), with the scenario's "# dtsi:" file of
-    tools/arm64/ added (dtc merges a second "/ { ... };" into the first)."""
+    tools/arm64/ added (dtc merges a second "/ { ... };" into the first),
+    its @BLOB@ names filled in with blob (arm64_blob_address())."""
     dtb = Path(tmp) / "virt.dtb"
     subprocess.run([QEMU, "-nodefaults", "-no-user-config", "-nographic"] + ARM64_MACHINE[:1]
                    + [ARM64_MACHINE[1] + ",dumpdtb=%s" % dtb] + ARM64_MACHINE[2:]
@@ -823,7 +844,10 @@ def arm64_dtb(cfg, sc, tmp):
     dts = subprocess.run(["dtc", "-q", "-I", "dtb", "-O", "dts", str(dtb)], check=True,
                          capture_output=True, text=True).stdout
     if dtsi:
-        dts += "\n" + (ARM64_DIR / dtsi).read_text()
+        dts += "\n" + ((ARM64_DIR / dtsi).read_text()
+                       .replace("@BLOB@", "%x" % blob)
+                       .replace("@BLOB_HI@", "0x%x" % (blob >> 32))
+                       .replace("@BLOB_LO@", "0x%x" % (blob & 0xffffffff)))
     src = Path(tmp) / "board.dts"
     src.write_text(dts)
     out = Path(tmp) / "board.dtb"
@@ -1039,8 +1063,9 @@ def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silen
         if ARCH == "arm64":
             # The virtio console's file must exist for the reader.
             proto_path.touch()
+            blob = arm64_blob_address(cfg.mem_mib, Path(initrd).stat().st_size)
             cmd = qemu_command_arm64(kernel, initrd, cfg, sc, disk_paths, proto_path,
-                                     arm64_dtb(cfg, sc, tmp))
+                                     arm64_dtb(cfg, sc, tmp, blob))
         else:
             cmd = qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path)
         if dry_run:

@@ -44,6 +44,9 @@ check refused_overlap expect_dmesg 'gcma: bad-overlap@71000000: .* overlaps area
 check refused_fw_overlap expect_dmesg 'gcma: bad-fw-overlap@72c00000: .* overlaps fw@72e00000; not reserved'
 check refused_kernel_overlap expect_dmesg 'gcma: bad-kernel@40200000: .* overlaps the kernel image; not reserved'
 check refused_align_kernel_overlap expect_dmesg 'gcma: bad-align-kernel@40500000: .* overlaps the kernel image; not reserved'
+# run.py places bad-blob on the blob, after the initrd (its address
+# changes with the initrd's size).
+check refused_blob_overlap expect_dmesg 'gcma: bad-blob@[0-9a-f]+: .* overlaps the device tree blob; not reserved'
 check refused_thp_default expect_dmesg 'gcma: bad-thp-default: .*linux,cma-default.* together.*; not reserved'
 check refused_nomap expect_dmesg 'gcma: bad-nomap: .*"reusable" and mapped.*; not reserved'
 check no_bad_area expect_eq "$(ls $M | grep -c '^bad')" 0
