@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: RCXVM mprotect-parallel (issue 28): 1, 2 and 4 threads each toggling their own VMA read-write and read-only and touching it, without and with 2 faulting threads, RCXVM's fast path off (stock) and on alternately in the same boot, several rounds; calls per second (median, spread) and mmap-lock write acquisitions per mprotect(); then ebizzy-like and Metis-like workloads (rcxvm_workloads) the same way, with the fast path's share of their mprotect() calls and why the rest fell back; RCXVM-BENCH and RCXVM-WORK tables for 'make demo'
+# description: RCXVM mprotect-parallel (issue 28): 1, 2 and 4 threads each toggling their own VMA read-write and read-only and touching it, without and with 2 faulting threads (of the same process, then of a second one), RCXVM's fast path off (stock) and on alternately in the same boot, several rounds; calls per second (median, spread) and mmap-lock write acquisitions per mprotect(); then ebizzy-like and Metis-like workloads (rcxvm_workloads) the same way, with the fast path's share of their mprotect() calls and why the rest fell back; RCXVM-BENCH and RCXVM-WORK tables for 'make demo'
 # group: bench
 # append: bonsai_bench.run=0 rcx_bench.run=0 nokaslr
 # smp: 4
@@ -21,9 +21,11 @@
 
 if [ "$(cmdline_arg rcxvm_bench.quick 0)" = 1 ]; then
 	args="-r $(cmdline_arg rcxvm_bench.rounds 1) -d $(cmdline_arg rcxvm_bench.ms 100) -T 1,2 -F 0"
+	pargs=
 	wargs="-r $(cmdline_arg rcxvm_bench.rounds 1) -d $(cmdline_arg rcxvm_bench.work_ms 300) -T 1,2"
 else
 	args="-r $(cmdline_arg rcxvm_bench.rounds 5) -d $(cmdline_arg rcxvm_bench.ms 500) -T 1,2,4 -F 0,2"
+	pargs="-r $(cmdline_arg rcxvm_bench.rounds 5) -d $(cmdline_arg rcxvm_bench.ms 500) -T 1,2,4 -F 2 -P"
 	wargs="-r $(cmdline_arg rcxvm_bench.rounds 5) -d $(cmdline_arg rcxvm_bench.work_ms 1000) -T 1,2,4"
 fi
 log "rcxvm_bench $args; enabled=$(cat /sys/kernel/mm/rcxvm/enabled 2>/dev/null || echo none)"
@@ -42,6 +44,16 @@ if [ -d "$RCXVM_DBG" ]; then
 	c1=$(rcxvm_counters)
 	check fast_hits expect_gt "$(kv fast "$c1")" "$(kv fast "$c0")"
 	log "counters: $c1"
+fi
+# The faulter cells again with the faulters in a second process (-P):
+# the same load on the machine, but no TLB shootdown between the
+# togglers and the faulters, so that the two tables together tell
+# whether the faulters' shootdowns are what the fast path pays for
+# beside them (RCXVM-RUN's tlb_ipis_per_call counts the interrupts).
+if [ -n "$pargs" ]; then
+	log "rcxvm_bench $pargs"
+	check bench_other_process sh -c "rcxvm_bench $pargs >/tmp/rcxvm-bench-p.out 2>&1"
+	cat /tmp/rcxvm-bench-p.out
 fi
 # The thesis's application workloads in the shape of their kernel traffic
 # (ebizzy-like and Metis-like, rcxvm_workloads): the same alternation,

@@ -22,7 +22,12 @@
  * and "CAL", all CPUs) per mprotect() of that measurement, another count
  * the clock does not set.
  *
- *   rcxvm_bench [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2]
+ * With -P the faulters are threads of a second process: they load the
+ * machine as before, but the togglers' TLB flushes no longer need to
+ * reach their CPUs, nor theirs the togglers'.  Set beside the default,
+ * this tells the cost of the lock apart from that of the shootdowns.
+ *
+ *   rcxvm_bench [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2] [-P]
  *
  * Output lines start with RCXVM-BENCH (the table) and RCXVM-RUN (each
  * measurement).  Exits 1 if a touch sees a wrong byte or the switch
@@ -35,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -45,8 +51,14 @@
 #define MAXT	8
 #define MAXR	15
 
-static atomic_int go, stop, ready;
-static int ms = 500, rounds = 5;
+/* Shared with the faulters' process (-P): MAP_SHARED. */
+struct control {
+	atomic_int go, stop, ready;
+	atomic_ulong faults;
+};
+
+static struct control *ctl;
+static int ms = 500, rounds = 5, separate;
 
 struct worker {
 	pthread_t th;
@@ -77,10 +89,10 @@ static void *work(void *arg)
 	unsigned long n = 0;
 	unsigned char v = 1;
 
-	atomic_fetch_add(&ready, 1);
-	while (!atomic_load(&go))
+	atomic_fetch_add(&ctl->ready, 1);
+	while (!atomic_load(&ctl->go))
 		;
-	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+	while (!atomic_load_explicit(&ctl->stop, memory_order_relaxed)) {
 		if (w->fault) {
 			madvise(w->mem, VPAGES * PAGE, MADV_DONTNEED);
 			for (size_t i = 0; i < VPAGES * PAGE; i += PAGE)
@@ -133,6 +145,27 @@ static unsigned long interrupts(const char *name)
 }
 
 /*
+ * The faulters' process of -P: f faulting threads, as run() starts them
+ * in its own process without -P; their rounds go to ctl->faults.
+ */
+static int faulters(int f)
+{
+	struct worker w[MAXT] = { 0 };
+
+	for (int i = 0; i < f; i++) {
+		w[i].mem = map_isolated(VPAGES);
+		w[i].fault = 1;
+		if (pthread_create(&w[i].th, NULL, work, &w[i]))
+			return 1;
+	}
+	for (int i = 0; i < f; i++) {
+		pthread_join(w[i].th, NULL);
+		atomic_fetch_add(&ctl->faults, w[i].ops);
+	}
+	return 0;
+}
+
+/*
  * One measurement: calls per second and write acquisitions per call; TLB
  * shootdown and function-call interrupts per call into ipis[0] and [1].
  */
@@ -145,20 +178,42 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2], double *f
 	double s;
 	int bad = 0;
 
-	for (int i = 0; i < t + f; i++) {
+	pid_t child = -1;
+	int own = separate ? t : t + f;	/* this process's threads */
+
+	atomic_store(&ctl->stop, 0);
+	atomic_store(&ctl->faults, 0);
+	if (separate && f) {
+		child = fork();
+		if (child < 0) {
+			perror("fork");
+			exit(1);
+		}
+		if (child == 0)
+			_exit(faulters(f));
+	}
+	for (int i = 0; i < own; i++) {
 		w[i].mem = map_isolated(VPAGES);
 		w[i].fault = i >= t;
-		pthread_create(&w[i].th, NULL, work, &w[i]);
+		if (pthread_create(&w[i].th, NULL, work, &w[i])) {
+			fprintf(stderr, "rcxvm_bench: cannot start a thread\n");
+			exit(1);
+		}
 	}
-	atomic_store(&stop, 0);
-	while (atomic_load(&ready) < t + f)
+	while (atomic_load(&ctl->ready) < t + f) {
+		/* A faulters' process that could not start its threads. */
+		if (child > 0 && waitpid(child, NULL, WNOHANG) == child) {
+			fprintf(stderr, "rcxvm_bench: the faulters' process failed\n");
+			exit(1);
+		}
 		usleep(1000);
-	atomic_store(&ready, 0);
+	}
+	atomic_store(&ctl->ready, 0);
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	atomic_store(&go, 1);
+	atomic_store(&ctl->go, 1);
 	usleep(ms * 1000);
-	atomic_store(&stop, 1);
-	for (int i = 0; i < t + f; i++) {
+	atomic_store(&ctl->stop, 1);
+	for (int i = 0; i < own; i++) {
 		pthread_join(w[i].th, NULL);
 		if (i < t)
 			calls += w[i].ops;
@@ -167,8 +222,18 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2], double *f
 		bad |= w[i].bad;
 		munmap(w[i].mem, VPAGES * PAGE);
 	}
+	if (child > 0) {
+		int status;
+
+		if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+		    WEXITSTATUS(status)) {
+			fprintf(stderr, "rcxvm_bench: the faulters' process failed\n");
+			exit(1);
+		}
+		faults += atomic_load(&ctl->faults);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &b);
-	atomic_store(&go, 0);
+	atomic_store(&ctl->go, 0);
 	s = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
 	*rate = calls / s;
 	*frate = faults / s;
@@ -200,14 +265,15 @@ int main(int argc, char **argv)
 	int tv[4] = { 1, 2, 4 }, fv[4] = { 0, 2 }, nt = 3, nf = 2, opt;
 	int have_switch = access("/sys/kernel/mm/rcxvm/enabled", W_OK) == 0;
 
-	while ((opt = getopt(argc, argv, "r:d:T:F:")) != -1) {
+	while ((opt = getopt(argc, argv, "r:d:T:F:P")) != -1) {
 		switch (opt) {
 		case 'r': rounds = atoi(optarg); break;
 		case 'd': ms = atoi(optarg); break;
 		case 'T': parse_list(optarg, tv, &nt); break;
 		case 'F': parse_list(optarg, fv, &nf); break;
+		case 'P': separate = 1; break;
 		default:
-			fprintf(stderr, "usage: %s [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2]\n", argv[0]);
+			fprintf(stderr, "usage: %s [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2] [-P]\n", argv[0]);
 			return 2;
 		}
 	}
@@ -216,10 +282,18 @@ int main(int argc, char **argv)
 	for (int i = 0; i < nt; i++)
 		if (tv[i] < 1 || tv[i] > MAXT)
 			return 2;
+	for (int j = 0; j < nf; j++)
+		if (fv[j] < 0 || fv[j] > MAXT)
+			return 2;
+	ctl = mmap(NULL, sizeof(*ctl), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ctl == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
 	if (!have_switch)
 		printf("RCXVM-BENCH no /sys/kernel/mm/rcxvm/enabled: both columns are the stock path\n");
-	printf("RCXVM-BENCH mprotect-parallel: mprotect() calls/s (median of %d rounds of %d ms, spread), fast path off (stock) and on, same boot\n",
-	       rounds, ms);
+	printf("RCXVM-BENCH mprotect-parallel: mprotect() calls/s (median of %d rounds of %d ms, spread), fast path off (stock) and on, same boot%s\n",
+	       rounds, ms, separate ? "; faulters in a second process" : "");
 	printf("RCXVM-BENCH %-7s %-8s %16s %16s %7s %16s %18s\n", "threads", "faulters",
 	       "stock", "rcxvm", "ratio", "wlocks/mprotect", "faulter rounds/s");
 	for (int i = 0; i < nt; i++)
