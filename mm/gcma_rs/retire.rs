@@ -140,7 +140,8 @@ impl Area {
     /// Undoes the retirement of page `page`, which a test made look bad in
     /// the way `fate` says and made good again: its free steps run, and it
     /// is free in the map.  Returns whether it was retired.
-    #[cfg(CONFIG_GCMA_KUNIT_TEST)]
+    // Used only by the poison suite, built with memory failure handling.
+    #[cfg(all(CONFIG_GCMA_KUNIT_TEST, CONFIG_MEMORY_FAILURE))]
     pub(crate) fn unretire(&self, page: usize, fate: PageFate) -> bool {
         let mut map = self.map.lock();
         if map.unretire(page).is_err() {

@@ -401,8 +401,9 @@ impl<S: DerefMut<Target = [usize]>> AreaMap<S> {
     /// Undoes [`AreaMap::retire`] of `page`, whose memory a test made look
     /// bad: the page is free again.  Errors, with the map unchanged:
     /// `EINVAL` if no page is retired or `page` is not releasing.
-    // Used only by the KUnit suites, which retire pages on purpose.
-    #[cfg(any(test, CONFIG_GCMA_KUNIT_TEST))]
+    // Used only by the KUnit poison suite (built with memory failure
+    // handling), which retires pages on purpose, and the host tests.
+    #[cfg(any(test, all(CONFIG_GCMA_KUNIT_TEST, CONFIG_MEMORY_FAILURE)))]
     pub(crate) fn unretire(&mut self, page: usize) -> Result {
         if self.retired == 0 || page >= self.nr_pages || !Self::bit(&self.releasing, page) {
             return Err(EINVAL);
