@@ -62,6 +62,7 @@ unsafe impl AlwaysRefCounted for Mm {
 
 impl Mm {
     /// Returns the raw pointer to the `struct mm_struct`.
+    #[inline]
     pub fn as_raw(&self) -> *mut bindings::mm_struct {
         self.mm.get()
     }
@@ -117,6 +118,7 @@ unsafe impl AlwaysRefCounted for MmWithUser {
 impl Deref for MmWithUser {
     type Target = Mm;
 
+    #[inline]
     fn deref(&self) -> &Mm {
         &self.mm
     }
@@ -152,6 +154,7 @@ impl MmWithUser {
     ///
     /// `ptr` points to a live `struct mm_struct` whose `mm_users` stays
     /// non-zero for all of `'a`.
+    #[inline]
     pub unsafe fn from_raw<'a>(ptr: *mut bindings::mm_struct) -> &'a MmWithUser {
         // SAFETY: `MmWithUser` is a transparent wrapper of the C struct,
         // and the caller guarantees the type invariant for `'a`.
@@ -161,6 +164,7 @@ impl MmWithUser {
     /// Takes the mmap lock of the address space for reading, unless a fatal
     /// signal arrives while waiting for it (`EINTR`); it is released when
     /// the guard is dropped.  May sleep.
+    #[inline]
     pub fn mmap_read_lock_killable(&self) -> Result<MmapReadGuard<'_>> {
         // SAFETY: the mm is live (type invariant).
         if unsafe { bindings::rsmm_mmap_read_lock_killable(self.as_raw()) } != 0 {
@@ -175,6 +179,7 @@ impl MmWithUser {
 
     /// Takes the mmap lock of the address space for reading; it is released
     /// when the guard is dropped.  May sleep.
+    #[inline]
     pub fn mmap_read_lock(&self) -> MmapReadGuard<'_> {
         // SAFETY: the mm is live (type invariant).
         unsafe { bindings::rsmm_mmap_read_lock(self.as_raw()) };
@@ -270,12 +275,14 @@ pub struct MmapReadGuard<'a> {
 
 impl<'a> MmapReadGuard<'a> {
     /// The address space whose lock is held.
+    #[inline]
     pub fn mm(&self) -> &'a MmWithUser {
         self.mm
     }
 
     /// The lowest VMA that ends above `addr` (`find_vma()`), borrowed for
     /// as long as the guard is.
+    #[inline]
     pub fn find_vma(&self, addr: usize) -> Option<&VmaRef> {
         // SAFETY: the mm's mmap lock is held for as long as `self` is
         // borrowed (type invariant).
@@ -304,6 +311,7 @@ impl<'a> MmapReadGuard<'a> {
     /// assert!(guard.vma_lookup(0x3fffffff).is_none());
     /// # Ok::<(), Error>(())
     /// ```
+    #[inline]
     pub fn vma_lookup(&self, addr: usize) -> Option<&VmaRef> {
         // SAFETY: the mm is live and its mmap lock held (type invariant).
         let vma = unsafe { bindings::rsmm_vma_lookup(self.mm.as_raw(), addr) };
@@ -368,6 +376,7 @@ impl<'a> MmapReadGuard<'a> {
 }
 
 impl Drop for MmapReadGuard<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the lock is held (type invariant) and released once.
         unsafe { bindings::rsmm_mmap_read_unlock(self.mm.as_raw()) };
@@ -432,6 +441,7 @@ impl<'a> MmapWriteLocked<'a> {
     }
 
     /// The address space whose lock is held.
+    #[inline]
     pub fn mm(&self) -> &'a Mm {
         self.mm
     }
@@ -440,6 +450,7 @@ impl<'a> MmapWriteLocked<'a> {
     ///
     /// The reference lives as long as the borrow of the token: the lock
     /// keeps the VMA in place until then.
+    #[inline]
     pub fn find_vma(&self, addr: usize) -> Option<&VmaRef> {
         // SAFETY: the mm's mmap lock is held for as long as `self` is
         // borrowed (type invariant).
@@ -448,6 +459,7 @@ impl<'a> MmapWriteLocked<'a> {
 
     /// The number of VMAs of the address space (`mm->map_count`), which
     /// the lock keeps as it is.
+    #[inline]
     pub fn map_count(&self) -> usize {
         // SAFETY: the mm is live (`Mm`'s invariant) and `map_count` is
         // written only under its mmap write lock, which `self` holds.

@@ -109,48 +109,57 @@ impl VmFlags {
     pub const PROT_CLEAR: VmFlags = VmFlags(bindings::RSMM_VM_FLAGS_CLEAR as u64);
 
     /// Flags from their raw value.
+    #[inline]
     pub const fn from_bits(bits: u64) -> Self {
         VmFlags(bits)
     }
 
     /// The raw flags.
+    #[inline]
     pub const fn bits(self) -> u64 {
         self.0
     }
 
     /// Whether every flag of `other` is set.
+    #[inline]
     pub const fn contains(self, other: VmFlags) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// Whether any flag of `other` is set.
+    #[inline]
     pub const fn intersects(self, other: VmFlags) -> bool {
         self.0 & other.0 != 0
     }
 
     /// The flags of `self` and `other`.
+    #[inline]
     pub const fn union(self, other: VmFlags) -> Self {
         VmFlags(self.0 | other.0)
     }
 
     /// `self` without the flags of `other`.
+    #[inline]
     pub const fn without(self, other: VmFlags) -> Self {
         VmFlags(self.0 & !other.0)
     }
 
     /// The access bits only.
+    #[inline]
     pub const fn access(self) -> Self {
         VmFlags(self.0 & Self::ACCESS.0)
     }
 
     /// `self` with its access bits replaced by those of `access`; no other
     /// bit changes.
+    #[inline]
     pub const fn with_access(self, access: VmFlags) -> Self {
         VmFlags((self.0 & !Self::ACCESS.0) | (access.0 & Self::ACCESS.0))
     }
 
     /// Whether every access bit set is allowed by its `VM_MAY*` bit, as
     /// `mprotect()` requires.
+    #[inline]
     pub const fn access_allowed(self) -> bool {
         // VM_MAYREAD/WRITE/EXEC are VM_READ/WRITE/EXEC shifted by four.
         self.0 & !(self.0 >> 4) & Self::ACCESS.0 == 0
@@ -158,39 +167,46 @@ impl VmFlags {
 
     /// Whether the area is or may become shared (`VM_SHARED` or
     /// `VM_MAYSHARE`): the private ones have neither.
+    #[inline]
     pub const fn is_shared(self) -> bool {
         self.intersects(Self::SHARED.union(Self::MAYSHARE))
     }
 
     /// Whether the area is `mlock()`ed (`VM_LOCKED` or `VM_LOCKONFAULT`).
+    #[inline]
     pub const fn is_locked(self) -> bool {
         self.intersects(Self::LOCKED_ANY)
     }
 
     /// Whether userfaultfd is armed on the area (any mode).
+    #[inline]
     pub const fn is_uffd_armed(self) -> bool {
         self.intersects(Self::UFFD_ARMED)
     }
 
     /// Whether the area is a stack that grows (down or up).
+    #[inline]
     pub const fn is_growing_stack(self) -> bool {
         self.intersects(Self::GROWS)
     }
 
     /// Whether the flags are those of a data mapping (`is_data_mapping()`):
     /// writable, private and not a stack.
+    #[inline]
     pub const fn is_data(self) -> bool {
         self.0 & (Self::WRITE.0 | Self::SHARED.0 | Self::STACK.0) == Self::WRITE.0
     }
 
     /// Whether the flags are those of an executable mapping
     /// (`is_exec_mapping()`): executable, not writable, not a stack.
+    #[inline]
     pub const fn is_exec(self) -> bool {
         self.0 & (Self::WRITE.0 | Self::EXEC.0 | Self::STACK.0) == Self::EXEC.0
     }
 
     /// Whether two areas with these flags could merge as far as their
     /// flags go: equal but for `VM_SOFTDIRTY` (`is_mergeable_vma()`).
+    #[inline]
     pub const fn merge_equal(self, other: VmFlags) -> bool {
         (self.0 ^ other.0) & !Self::SOFTDIRTY.0 == 0
     }
@@ -220,17 +236,20 @@ impl VmaRef {
     /// `ptr` points to a live VMA, and for all of `'a` the caller holds the
     /// mmap lock of its address space (read or write) or the VMA's own
     /// read lock, as the page-fault path does.
+    #[inline]
     pub unsafe fn from_raw<'a>(ptr: *const bindings::vm_area_struct) -> &'a VmaRef {
         // SAFETY: `VmaRef` is a transparent wrapper of the C struct, and the
         // caller guarantees the invariant for `'a`.
         unsafe { &*ptr.cast::<VmaRef>() }
     }
 
+    #[inline]
     fn as_raw(&self) -> *mut bindings::vm_area_struct {
         self.vma.get()
     }
 
     /// First address of the area.
+    #[inline]
     pub fn start(&self) -> usize {
         // SAFETY: the VMA is live and locked (type invariant), so the field
         // is not written while we read it.
@@ -238,12 +257,14 @@ impl VmaRef {
     }
 
     /// First address past the area.
+    #[inline]
     pub fn end(&self) -> usize {
         // SAFETY: as in `start`.
         unsafe { (*self.as_raw()).__bindgen_anon_1.__bindgen_anon_1.vm_end }
     }
 
     /// The addresses of the area.
+    #[inline]
     pub fn range(&self) -> Range<usize> {
         self.start()..self.end()
     }
@@ -255,6 +276,7 @@ impl VmaRef {
     /// access bits of an area that RCXVM's fast path may change (a
     /// private anonymous one, see `Documentation/mm/rcx.rst`) may differ
     /// from one call to the next; every other bit is stable.
+    #[inline]
     pub fn flags(&self) -> VmFlags {
         // SAFETY: the VMA is live (type invariant).  `vm_flags` is the
         // read-only member of the union C writes through `__vm_flags`; it
@@ -271,6 +293,7 @@ impl VmaRef {
     /// Whether the area has an `anon_vma` (it was written to, or inherited
     /// one).  A fault may give it one at any time under the mmap read lock
     /// or the VMA read lock, never take it away: read once.
+    #[inline]
     pub fn has_anon_vma(&self) -> bool {
         // SAFETY: the VMA is live (type invariant); read once, as
         // `READ_ONCE()` would.
@@ -279,6 +302,7 @@ impl VmaRef {
     }
 
     /// The page protection of the area (`vm_page_prot`), as raw bits.
+    #[inline]
     pub fn page_prot(&self) -> u64 {
         // SAFETY: the VMA is live (type invariant).  Read once, as
         // `READ_ONCE()` would: a `VmaWriteHold` may write it beside a
@@ -319,6 +343,7 @@ impl VmaRef {
     }
 
     /// Whether the area is anonymous memory (no file, no special mapping).
+    #[inline]
     pub fn is_anonymous(&self) -> bool {
         // SAFETY: the VMA is live and locked (type invariant).
         unsafe { bindings::rsmm_vma_is_anonymous(self.as_raw()) }
@@ -330,6 +355,7 @@ impl VmaRef {
     /// settings and its kind, as the fault path judges it (khugepaged adds
     /// conditions of its own).  Always false without
     /// `CONFIG_TRANSPARENT_HUGEPAGE`.
+    #[inline]
     pub fn thp_allowed(&self) -> bool {
         // SAFETY: the VMA is live and locked (type invariant).
         unsafe { bindings::rsmm_vma_thp_allowed(self.as_raw()) }
@@ -338,6 +364,7 @@ impl VmaRef {
     /// Whether the PMD-aligned block that holds `addr` lies inside the
     /// area and is aligned like its file offset, so that one huge page can
     /// map it.
+    #[inline]
     pub fn pmd_fits(&self, addr: usize) -> bool {
         // SAFETY: the VMA is live and locked (type invariant).
         unsafe { bindings::rsmm_vma_pmd_fits(self.as_raw(), addr) }
@@ -365,16 +392,19 @@ unsafe impl Sync for VmaPtr {}
 
 impl VmaPtr {
     /// The address of `vma`.
+    #[inline]
     pub fn from_ref(vma: &VmaRef) -> Self {
         Self(NonNull::from(vma).cast())
     }
 
     /// Wraps `ptr`, or `None` for a null pointer.
+    #[inline]
     pub fn new(ptr: *mut bindings::vm_area_struct) -> Option<Self> {
         NonNull::new(ptr).map(Self)
     }
 
     /// The raw pointer.
+    #[inline]
     pub fn as_ptr(self) -> *mut bindings::vm_area_struct {
         self.0.as_ptr()
     }
@@ -386,6 +416,7 @@ impl VmaPtr {
     /// As [`VmaRef::from_raw`]: the VMA is live, and for all of `'a` the
     /// caller holds the mmap lock of its address space or the VMA's own
     /// read lock.
+    #[inline]
     pub unsafe fn as_ref<'a>(self) -> &'a VmaRef {
         // SAFETY: the caller guarantees `VmaRef::from_raw`'s contract.
         unsafe { VmaRef::from_raw(self.as_ptr()) }
@@ -447,6 +478,7 @@ impl<'a> VmaWriteHold<'a> {
     /// `vma` belongs to the address space `mm`, whose mmap lock the caller
     /// holds for reading for all of `'a`, and the caller holds no other
     /// VMA's lock.
+    #[inline]
     pub(crate) unsafe fn try_new(vma: &'a VmaRef, mm: *mut bindings::mm_struct) -> Option<Self> {
         // SAFETY: the VMA is live (the mmap lock is held); a trylock cannot
         // take part in a deadlock.
@@ -463,6 +495,7 @@ impl<'a> VmaWriteHold<'a> {
     }
 
     /// The VMA held.
+    #[inline]
     pub fn vma(&self) -> &VmaRef {
         self.vma
     }
@@ -518,6 +551,7 @@ impl<'a> VmaWriteHold<'a> {
 
 #[cfg(CONFIG_PER_VMA_LOCK)]
 impl Drop for VmaWriteHold<'_> {
+    #[inline]
     fn drop(&mut self) {
         // SAFETY: the VMA lock is held for writing by this hold (type
         // invariant) and released once.
