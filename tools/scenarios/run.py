@@ -13,6 +13,7 @@ import os
 import queue
 import re
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -808,10 +809,10 @@ def smp_topology(smp, numa):
     return "%d,sockets=%d,cores=1,threads=1" % (smp, smp)
 
 
-# Where QEMU's virt machine (hw/arm/boot.c, QEMU 7.2 to 9.x) loads the
-# device tree blob on a direct kernel boot: the initrd goes at RAM's base
-# plus half of RAM, at most 128 MiB (the kernel, 0x40200000 plus its size,
-# ends below that), and the blob after the initrd at the next 2 MiB
+# Where QEMU's virt machine (hw/arm/boot.c; checked against QEMU 7.2)
+# loads the device tree blob on a direct kernel boot: the initrd goes at
+# RAM's base plus half of RAM, at most 128 MiB, or after the kernel image
+# if that ends higher, and the blob after the initrd at the next 2 MiB
 # boundary (aarch64).  A dtsi may name that address: run.py replaces
 # @BLOB@ with it in hex (a unit address) and @BLOB_HI@ and @BLOB_LO@ with
 # its two cells, so that a node can be placed on the blob.
@@ -821,10 +822,26 @@ ARM64_BLOB_ALIGN = 2 << 20
 ARM64_BLOB_STAND_IN = 0x48e00000
 
 
-def arm64_blob_address(mem_mib, initrd_size):
+def arm64_image_end(kernel):
+    """Where QEMU's copy of the arm64 Image at path kernel ends: it loads
+    the file at RAM's base plus the header's text_offset (taken only with
+    a non-zero image_size, as arm64's booting.rst says), moved up by 2 MiB
+    if that would overlap its boot stub at the bottom of RAM."""
+    with open(kernel, "rb") as f:
+        head = f.read(24)
+    text_offset, image_size = struct.unpack_from("<QQ", head, 8)
+    offset = text_offset if image_size else 0
+    if offset < 4096:
+        offset += 2 << 20
+    return ARM64_RAM_BASE + offset + Path(kernel).stat().st_size
+
+
+def arm64_blob_address(mem_mib, initrd_size, image_end=0):
     """The physical address QEMU loads the blob at, for a guest of mem_mib
-    with an initrd of initrd_size bytes."""
-    initrd = ARM64_RAM_BASE + min((mem_mib << 20) // 2, 128 << 20)
+    with an initrd of initrd_size bytes and a kernel image ending at
+    image_end."""
+    initrd = max(ARM64_RAM_BASE + min((mem_mib << 20) // 2, 128 << 20), image_end)
+    initrd = -(-initrd // 4096) * 4096
     return -(-(initrd + initrd_size) // ARM64_BLOB_ALIGN) * ARM64_BLOB_ALIGN
 
 
@@ -1063,7 +1080,8 @@ def run_scenario(sc, cfg, kernel, initrd, log_path, verbose, dry_run, boot_silen
         if ARCH == "arm64":
             # The virtio console's file must exist for the reader.
             proto_path.touch()
-            blob = arm64_blob_address(cfg.mem_mib, Path(initrd).stat().st_size)
+            blob = arm64_blob_address(cfg.mem_mib, Path(initrd).stat().st_size,
+                                      arm64_image_end(kernel))
             cmd = qemu_command_arm64(kernel, initrd, cfg, sc, disk_paths, proto_path,
                                      arm64_dtb(cfg, sc, tmp, blob))
         else:

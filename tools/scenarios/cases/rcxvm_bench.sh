@@ -6,7 +6,7 @@
 # numa: 2
 # mem: 1G
 # timeout: 900
-# duration: 120
+# duration: 135
 #
 # rcxvm_bench.rounds=N (default 5), rcxvm_bench.ms=N (length of one
 # measurement, default 500), rcxvm_bench.work_ms=N (of one measurement of
@@ -46,10 +46,10 @@ if [ -d "$RCXVM_DBG" ]; then
 	log "counters: $c1"
 fi
 # The faulter cells again with the faulters in a second process (-P):
-# the same load on the machine, but no TLB shootdown between the
-# togglers and the faulters, so that the two tables together tell
-# whether the faulters' shootdowns are what the fast path pays for
-# beside them (RCXVM-RUN's tlb_ipis_per_call counts the interrupts).
+# the same load on the machine, but the faulters share neither the
+# togglers' mmap lock nor their TLB, so that the two tables together tell
+# whether what the fast path pays beside faulters comes from sharing the
+# address space with them.
 if [ -n "$pargs" ]; then
 	log "rcxvm_bench $pargs"
 	check bench_other_process sh -c "rcxvm_bench $pargs >/tmp/rcxvm-bench-p.out 2>&1"

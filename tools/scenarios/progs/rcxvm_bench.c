@@ -23,9 +23,13 @@
  * the clock does not set.
  *
  * With -P the faulters are threads of a second process: they load the
- * machine as before, but the togglers' TLB flushes no longer need to
- * reach their CPUs, nor theirs the togglers'.  Set beside the default,
- * this tells the cost of the lock apart from that of the shootdowns.
+ * machine as before, but they share neither the togglers' mmap lock
+ * (their MADV_DONTNEED takes it for reading, stock mprotect() for
+ * writing) nor their TLB (no shootdown between the two).  Set beside the
+ * default, this tells whether what the fast path pays beside faulters
+ * comes from sharing the address space with them.  The interrupt counts
+ * are machine-wide: with -P they include the faulters' shootdowns of
+ * each other, divided by the togglers' calls.
  *
  *   rcxvm_bench [-r rounds] [-d ms] [-T 1,2,4] [-F 0,2] [-P]
  *
@@ -39,7 +43,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -174,23 +180,30 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2], double *f
 	unsigned long tlb0 = interrupts("TLB:"), cal0 = interrupts("CAL:");
 	struct worker w[2 * MAXT] = { 0 };
 	unsigned long avoided0 = rcxvm_counter("write_locks_avoided"), calls = 0, faults = 0;
-	struct timespec a, b;
-	double s;
-	int bad = 0;
-
-	pid_t child = -1;
 	int own = separate ? t : t + f;	/* this process's threads */
+	struct timespec a, b;
+	pid_t child = -1;
+	int bad = 0;
+	double s;
 
 	atomic_store(&ctl->stop, 0);
 	atomic_store(&ctl->faults, 0);
 	if (separate && f) {
+		pid_t parent = getpid();
+
+		/* Not twice: the child's exit() would flush it again. */
+		fflush(stdout);
 		child = fork();
 		if (child < 0) {
 			perror("fork");
 			exit(1);
 		}
-		if (child == 0)
+		if (child == 0) {
+			/* Never outlive the parent, whatever makes it exit. */
+			if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+				_exit(1);
 			_exit(faulters(f));
+		}
 	}
 	for (int i = 0; i < own; i++) {
 		w[i].mem = map_isolated(VPAGES);
@@ -222,6 +235,8 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2], double *f
 		bad |= w[i].bad;
 		munmap(w[i].mem, VPAGES * PAGE);
 	}
+	/* Before the faulters' process exits: its teardown is not measured. */
+	clock_gettime(CLOCK_MONOTONIC, &b);
 	if (child > 0) {
 		int status;
 
@@ -232,8 +247,11 @@ static int run(int t, int f, double *rate, double *wl, double ipis[2], double *f
 		}
 		faults += atomic_load(&ctl->faults);
 	}
-	clock_gettime(CLOCK_MONOTONIC, &b);
 	atomic_store(&ctl->go, 0);
+	if (f && !faults) {
+		fprintf(stderr, "rcxvm_bench: the faulters did not run\n");
+		exit(1);
+	}
 	s = (b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
 	*rate = calls / s;
 	*frate = faults / s;

@@ -80,8 +80,8 @@ static ssize_t var_write(int fd, const void *buf, size_t count)
 
 #define RESERVE_LEAVE_TIB 2
 
-/* Print the line of /proc/self/maps before a gap of 1 GiB or more, and
- * the one after it; and every mapping if there are few.
+/* Print the lines of /proc/self/maps on both sides of every gap of 1 GiB
+ * or more, and how many mappings and such gaps there are.
  */
 static void var_report_maps(void)
 {
@@ -115,10 +115,15 @@ static void var_report(void)
 {
 	if (ksft_get_pass_cnt() > 0)
 		return;
+	/*
+	 * The first failure ends the chunk loop (ENOMEM once the address
+	 * space is full); the hint probe and the high loop that follow are
+	 * meant to fail too.
+	 */
 	ksft_print_msg("diagnosis: %lu mmap() calls succeeded, %lu failed\n",
 		       var_maps_ok, var_maps_failed);
 	if (var_maps_failed)
-		ksft_print_msg("diagnosis: the first failure, after %lu successes: %lu bytes at hint %p: %s\n",
+		ksft_print_msg("diagnosis: the chunk loop ended after %lu chunks: %lu bytes at hint %p: %s\n",
 			       var_maps_ok_before_failure, var_first_map_len,
 			       var_first_map_hint, strerror(var_first_map_errno));
 	if (var_write_failed_at)
