@@ -185,17 +185,22 @@ pub(crate) unsafe extern "C" fn bonsai_vma_find(
     // A VMA of another address space cannot be in the index (a child's is
     // built from its own copies); checked all the same, as the maple
     // tree's candidate is, since the fault would use it unlocked.
-    let found = index.find(&side, addr).filter(|v| {
+    let stale = stale_candidate(mm);
+    let found = stale.or_else(|| index.find(&side, addr)).filter(|v| {
         // SAFETY: a VMA found under RCU is freed only after a grace
         // period; `vm_mm` is set at creation and never changes.
         unsafe { (*v.as_ptr()).vm_mm == mm }
     });
     // Only in task context: `lock_vma_under_rcu()` also serves a BPF
     // iterator that may run in softirq, where the mmap lock, even tried,
-    // is not to be taken.
+    // is not to be taken.  Not for a test's stale candidate, which the
+    // maple tree never held.
     // SAFETY: `bonsai_vma_crosscheck` is a `bool` that C only ever sets
     // to 0 or 1 (`WRITE_ONCE()`); a racy read gives either value.
-    if unsafe { ptr::addr_of!(bindings::bonsai_vma_crosscheck).read_volatile() } && in_task() {
+    if unsafe { ptr::addr_of!(bindings::bonsai_vma_crosscheck).read_volatile() }
+        && in_task()
+        && stale.is_none()
+    {
         // SAFETY: as above: `mm` is live, the section lasts.
         unsafe { crosscheck(mm, index, &side, addr, found) };
     }
@@ -208,6 +213,77 @@ pub(crate) unsafe extern "C" fn bonsai_vma_find(
             count(bindings::bonsai_vma_event_BONSAI_VMA_MISSES, 1);
             ptr::null_mut()
         }
+    }
+}
+
+/// The candidate a KUnit case planted for `mm` ([`stale::plant`]), in
+/// place of the index's answer; without the suite, never any.
+#[cfg(CONFIG_BONSAI_KUNIT_TEST)]
+fn stale_candidate(mm: *mut bindings::mm_struct) -> Option<VmaPtr> {
+    stale::take(mm)
+}
+
+#[cfg(not(CONFIG_BONSAI_KUNIT_TEST))]
+#[inline(always)]
+fn stale_candidate(_mm: *mut bindings::mm_struct) -> Option<VmaPtr> {
+    None
+}
+
+/// Stale candidates on demand, for the `bonsai_vma` suite.
+///
+/// Between the index's answer and `lock_vma_under_rcu()`'s checks a
+/// writer may remove the VMA (it is then detached), shrink it, or hold it
+/// write-locked; the window is a few instructions wide, and no race run
+/// here has hit it (the `retries` counter stays 0).  A case plants a VMA
+/// in that state, and the next lookups of its address space take it as
+/// the index's answer, so that every outcome of the re-validation (retry,
+/// the bound on retries, fallback to the mmap lock) runs on demand.
+#[cfg(CONFIG_BONSAI_KUNIT_TEST)]
+pub(crate) mod stale {
+    use core::{
+        ptr,
+        sync::atomic::{AtomicPtr, AtomicU32, Ordering},
+    };
+    use kernel::{bindings, mm::virt::VmaPtr};
+
+    static MM: AtomicPtr<bindings::mm_struct> = AtomicPtr::new(ptr::null_mut());
+    static VMA: AtomicPtr<bindings::vm_area_struct> = AtomicPtr::new(ptr::null_mut());
+    static LEFT: AtomicU32 = AtomicU32::new(0);
+
+    /// The next `lookups` index lookups in `mm` answer `vma`.
+    ///
+    /// # Safety
+    ///
+    /// `vma` stays allocated until [`uproot`] has returned, and its lock
+    /// is initialised (a VMA from `vm_area_alloc()`); no other planting is
+    /// in force.
+    pub(crate) unsafe fn plant(
+        mm: *mut bindings::mm_struct,
+        vma: *mut bindings::vm_area_struct,
+        lookups: u32,
+    ) {
+        MM.store(mm, Ordering::Relaxed);
+        VMA.store(vma, Ordering::Relaxed);
+        // Publishes the two above to the lookups that see the count.
+        LEFT.store(lookups, Ordering::Release);
+    }
+
+    /// Ends the planting; returns how many of its lookups were not taken.
+    pub(crate) fn uproot() -> u32 {
+        let left = LEFT.swap(0, Ordering::AcqRel);
+        MM.store(ptr::null_mut(), Ordering::Relaxed);
+        VMA.store(ptr::null_mut(), Ordering::Relaxed);
+        left
+    }
+
+    /// The planted candidate, if one is in force for `mm`.
+    pub(super) fn take(mm: *mut bindings::mm_struct) -> Option<VmaPtr> {
+        if LEFT.load(Ordering::Acquire) == 0 || MM.load(Ordering::Relaxed) != mm {
+            return None;
+        }
+        LEFT.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .ok()?;
+        VmaPtr::new(VMA.load(Ordering::Relaxed))
     }
 }
 

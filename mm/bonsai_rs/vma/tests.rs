@@ -4,15 +4,19 @@
 //! maple tree, after every one of thousands of random `mmap()`,
 //! `munmap()`, `mprotect()`, `mremap()` and `madvise()` calls (which
 //! split, merge, move, grow and shrink VMAs), with a short node reserve,
-//! and with fault-path lookups racing the changes.
+//! and with fault-path lookups racing the changes; and the fault path's
+//! re-validation of stale candidates from the index, planted on demand.
 //!
 //! The calls go through the system calls' own entry points, made by the
 //! test's kernel thread after adopting the address space (`vma_test.c`),
 //! which only x86-64 offers; elsewhere the cases return at once.
 
-use super::{compare_with_maple, slot};
+use super::{compare_with_maple, slot, MAX_ATTEMPTS};
 use crate::tests::fault;
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::{
+    ptr::{self, NonNull},
+    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
+};
 use kernel::{
     bindings,
     delay::{self, MaySleep},
@@ -291,6 +295,10 @@ struct Race {
     lookups: AtomicUsize,
     wrong: AtomicUsize,
     unlocked: AtomicUsize,
+    /// Lookups of the pages that change, and how many of them locked a
+    /// VMA (the others found none, or sent the fault to the mmap lock).
+    changing: AtomicUsize,
+    changing_locked: AtomicUsize,
 }
 
 /// Pages of the race's window that stay mapped, one in every 8, each a
@@ -301,7 +309,8 @@ fn stable_page(k: usize) -> usize {
 
 /// Fault-path lookups (`lock_vma_under_rcu()`, through the index) of the
 /// stable pages always find their own VMA, locked, while the test thread
-/// maps, unmaps, protects and moves the pages between them.
+/// maps, unmaps, protects and moves the pages between them; lookups of
+/// those changing pages lock only the VMA the maple tree holds there.
 fn lookups_race_changes() -> Result {
     // SAFETY: a KUnit case runs in process context, outside atomic sections.
     let ctx = unsafe { MaySleep::new() };
@@ -321,10 +330,13 @@ fn lookups_race_changes() -> Result {
             lookups: AtomicUsize::new(0),
             wrong: AtomicUsize::new(0),
             unlocked: AtomicUsize::new(0),
+            changing: AtomicUsize::new(0),
+            changing_locked: AtomicUsize::new(0),
         },
         GFP_KERNEL,
     )?;
     let hits = counter(bindings::bonsai_vma_event_BONSAI_VMA_HITS);
+    let retries = counter(bindings::bonsai_vma_event_BONSAI_VMA_RETRIES);
     let workers = spawn_workers(&ctx, 2, |i| {
         let r = race.clone();
         move || race_reader(&r, stable, 0x5ace_0000 + i as u64)
@@ -380,14 +392,23 @@ fn lookups_race_changes() -> Result {
     race.stop.store(true, Ordering::Release);
     drop(workers);
     let lookups = race.lookups.load(Ordering::Relaxed);
+    let changing = race.changing.load(Ordering::Relaxed);
     pr_info!(
-        "lookup race: {} lookups, {} found nothing locked, {} wrong; {} index hits\n",
+        "lookup race: {} lookups of stable pages, {} found nothing locked; {} of changing pages, {} locked a VMA; {} wrong; {} index hits, {} retries\n",
         lookups,
         race.unlocked.load(Ordering::Relaxed),
+        changing,
+        race.changing_locked.load(Ordering::Relaxed),
         race.wrong.load(Ordering::Relaxed),
-        counter(bindings::bonsai_vma_event_BONSAI_VMA_HITS) - hits
+        counter(bindings::bonsai_vma_event_BONSAI_VMA_HITS) - hits,
+        counter(bindings::bonsai_vma_event_BONSAI_VMA_RETRIES) - retries
     );
     kunit_expect!(lookups > 1000, "few lookups ran");
+    kunit_expect!(changing > 1000, "few lookups of changing pages ran");
+    kunit_expect!(
+        race.changing_locked.load(Ordering::Relaxed) > 0,
+        "no lookup of a changing page found its VMA"
+    );
     kunit_expect_eq!(race.wrong.load(Ordering::Relaxed), 0);
     kunit_expect_eq!(race.unlocked.load(Ordering::Relaxed), 0);
     kunit_expect!(counter(bindings::bonsai_vma_event_BONSAI_VMA_HITS) - hits >= lookups as i64);
@@ -395,13 +416,17 @@ fn lookups_race_changes() -> Result {
     Ok(())
 }
 
-/// A reader of the lookup race: the stable pages, at random, until told
-/// to stop.
+/// A reader of the lookup race: pages at random, until told to stop,
+/// one in two a stable page, the other a page of the gaps that change.
 fn race_reader(r: &Race, stable: usize, seed: u64) {
     let mut rng = Rng::new(seed);
     let mut n = 0usize;
     while !r.stop.load(Ordering::Acquire) {
         let k = rng.below(stable);
+        if rng.below(2) == 0 {
+            changing_lookup(r, BASE + (stable_page(k) + 2 + rng.below(5)) * PAGE_SIZE);
+            continue;
+        }
         let start = BASE + stable_page(k) * PAGE_SIZE;
         let addr = start + rng.below(PAGE_SIZE);
         // SAFETY: the address space is live (the race holds a user
@@ -432,6 +457,196 @@ fn race_reader(r: &Race, stable: usize, seed: u64) {
         }
     }
     r.lookups.fetch_add(n, Ordering::Relaxed);
+}
+
+/// A lookup of a page that the test thread maps, unmaps, protects and
+/// moves meanwhile: it may find no VMA, or send the fault to the mmap
+/// lock, but a VMA it locks must cover the address, belong to the address
+/// space and be the one the maple tree holds there (a writer must
+/// write-lock a VMA before it changes or removes it, so the tree cannot
+/// change at the address while the read lock is held).  Here, unlike on
+/// the stable pages, the index's candidate may have been removed since it
+/// was read: the path of the `retries` counter.
+fn changing_lookup(r: &Race, page_start: usize) {
+    let addr = page_start + 64;
+    let mm = r.mm.as_raw();
+    // SAFETY: the address space is live (the race holds a user
+    // reference); the call takes its own RCU read lock.
+    let vma = unsafe { bindings::lock_vma_under_rcu(mm, addr as _) };
+    r.changing.fetch_add(1, Ordering::Relaxed);
+    if vma.is_null() {
+        return;
+    }
+    r.changing_locked.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the VMA is read-locked until `end_read` below; the maple
+    // tree of a live address space, which `mtree_load()` reads under its
+    // own RCU read lock.
+    let (s, e, m, in_tree) = unsafe {
+        let v = &*vma;
+        (
+            v.__bindgen_anon_1.__bindgen_anon_1.vm_start as usize,
+            v.__bindgen_anon_1.__bindgen_anon_1.vm_end as usize,
+            v.vm_mm,
+            bindings::mtree_load(ptr::addr_of_mut!((*mm).__bindgen_anon_1.mm_mt), addr as _),
+        )
+    };
+    if !(s..e).contains(&addr) || m != mm || in_tree.cast() != vma {
+        pr_err!(
+            "changing page {:#x}: locked VMA [{:#x}, {:#x}) of mm {:p}, maple tree {:p}, VMA {:p}\n",
+            addr,
+            s,
+            e,
+            m,
+            in_tree,
+            vma
+        );
+        r.wrong.fetch_add(1, Ordering::Relaxed);
+    }
+    // SAFETY: read-locked by `lock_vma_under_rcu()` above.
+    unsafe { bindings::bonsai_vma_test_end_read(vma) };
+}
+
+/// A VMA of `vm_area_alloc()`, never in any tree, that the cases below
+/// plant as a stale candidate ([`super::entry::stale`]); freed after a
+/// grace period on drop, as a removed VMA is.
+struct PlantedVma(NonNull<bindings::vm_area_struct>);
+
+impl PlantedVma {
+    /// A VMA of `mm` over `[start, end)`, detached (as a VMA removed by a
+    /// finished write section is) or not.
+    fn new(mm: &MmWithUser, start: usize, end: usize, detached: bool) -> Result<Self> {
+        // SAFETY: `mm` is live; a non-NULL result is a new VMA with its
+        // lock initialised, which we own.
+        let p = NonNull::new(unsafe { bindings::vm_area_alloc(mm.as_raw()) }).ok_or(ENOMEM)?;
+        // SAFETY: nothing else refers to the new VMA yet.
+        let v = unsafe { &mut *p.as_ptr() };
+        v.__bindgen_anon_1.__bindgen_anon_1.vm_start = start as _;
+        v.__bindgen_anon_1.__bindgen_anon_1.vm_end = end as _;
+        v.detached = detached;
+        Ok(Self(p))
+    }
+
+    /// Marks the VMA write-locked in the current write section of `mm`
+    /// (its `vm_lock_seq` equal to `mm`'s sequence), as a writer's
+    /// `vma_start_write()` does.
+    fn write_locked(self, mm: &MmWithUser) -> Self {
+        // SAFETY: `mm` is live; the VMA is still only ours.
+        unsafe {
+            let seq =
+                ptr::addr_of!((*mm.as_raw()).__bindgen_anon_1.mm_lock_seq.sequence).read_volatile();
+            (*self.0.as_ptr()).vm_lock_seq = seq;
+        }
+        self
+    }
+
+    /// `lock_vma_under_rcu(mm, addr)` with this VMA as the index's answer
+    /// for `lookups` lookups: its result, unlocked at once (None when it
+    /// sent the fault to the mmap lock), and the plantings left untaken.
+    fn lookup_with(&self, mm: &MmWithUser, addr: usize, lookups: u32) -> (Option<usize>, u32) {
+        // SAFETY: the VMA is freed only by `drop`, with `vm_area_free()`
+        // (after a grace period), and no other planting is in force (the
+        // suite's cases run one at a time).
+        unsafe { super::entry::stale::plant(mm.as_raw(), self.0.as_ptr(), lookups) };
+        let got = lookup(mm, addr);
+        (got, super::entry::stale::uproot())
+    }
+
+    fn addr(&self) -> usize {
+        self.0.as_ptr() as usize
+    }
+}
+
+impl Drop for PlantedVma {
+    fn drop(&mut self) {
+        // SAFETY: ours, in no tree; planted lookups are over (`uproot`),
+        // and an RCU reader that still sees it is covered by the grace
+        // period `vm_area_free()` waits for.
+        unsafe { bindings::vm_area_free(self.0.as_ptr()) };
+    }
+}
+
+/// `lock_vma_under_rcu(mm, addr)`: the address of the VMA it locked
+/// (unlocked again at once), or None when it sent the fault to the mmap
+/// lock.
+fn lookup(mm: &MmWithUser, addr: usize) -> Option<usize> {
+    // SAFETY: `mm` is live; the call takes its own RCU read lock.
+    let vma = unsafe { bindings::lock_vma_under_rcu(mm.as_raw(), addr as _) };
+    if vma.is_null() {
+        return None;
+    }
+    // SAFETY: read-locked by `lock_vma_under_rcu()` above.
+    unsafe { bindings::bonsai_vma_test_end_read(vma) };
+    Some(vma as usize)
+}
+
+/// A stale candidate from the index never reaches the fault: a detached
+/// one is retried (and the retries are bounded, then the maple tree
+/// answers), one whose range no longer covers the address or that a
+/// writer holds sends the fault to the mmap lock, and one of another
+/// address space is dropped as a miss.  Each planted candidate must be
+/// taken, so a case cannot pass without running its path.
+fn stale_candidates_revalidated() -> Result {
+    let mm = new_mm()?;
+    let other = MmWithUser::new_for_test(BASE..BASE + PAGE_SIZE, false)?;
+    // The VMA `new_mm()` maps, in the last page of the window.
+    let start = BASE + (PAGES - 1) * PAGE_SIZE;
+    let (end, addr) = (start + PAGE_SIZE, start + 123);
+    let Some(real) = lookup(&mm, addr) else {
+        kunit_expect!(false, "the test VMA was not found");
+        return Err(EINVAL);
+    };
+    let retries = || counter(bindings::bonsai_vma_event_BONSAI_VMA_RETRIES);
+    let exhausted = || counter(bindings::bonsai_vma_event_BONSAI_VMA_FALLBACK_RETRIES);
+    let misses = || counter(bindings::bonsai_vma_event_BONSAI_VMA_MISSES);
+
+    // Removed after the lookup: detached, so retried; the retry finds
+    // the real VMA.
+    let removed = PlantedVma::new(&mm, start, end, true)?;
+    let (r, x) = (retries(), exhausted());
+    kunit_expect_eq!(removed.lookup_with(&mm, addr, 1), (Some(real), 0));
+    kunit_expect_eq!((retries() - r, exhausted() - x), (1, 0));
+
+    // The index answering stale each time: MAX_ATTEMPTS answers are
+    // taken, then the lookup goes to the maple tree.
+    let extra = 2;
+    let (r, x) = (retries(), exhausted());
+    kunit_expect_eq!(
+        removed.lookup_with(&mm, addr, MAX_ATTEMPTS + extra),
+        (Some(real), extra)
+    );
+    kunit_expect_eq!(
+        (retries() - r, exhausted() - x),
+        (i64::from(MAX_ATTEMPTS) - 1, 1)
+    );
+
+    // Shrunk after the lookup (still attached): no VMA, the fault takes
+    // the mmap lock; the candidate's lock is released (lockdep would
+    // report it held when `drop` frees it).
+    let shrunk = PlantedVma::new(&mm, end, end + PAGE_SIZE, false)?;
+    kunit_expect_eq!(shrunk.lookup_with(&mm, addr, 1), (None, 0));
+
+    // Held by a writer: not locked, the fault takes the mmap lock.
+    let held = PlantedVma::new(&mm, start, end, false)?.write_locked(&mm);
+    kunit_expect_eq!(held.lookup_with(&mm, addr, 1), (None, 0));
+
+    // Another address space's VMA over the address, attached and
+    // unlocked: only the index's own check keeps it out (the fault path
+    // does not compare `vm_mm`); a miss, then the maple tree answers.
+    let foreign = PlantedVma::new(&other, start, end, false)?;
+    let m = misses();
+    let (got, left) = foreign.lookup_with(&mm, addr, 1);
+    kunit_expect!(
+        got != Some(foreign.addr()),
+        "another address space's VMA was returned"
+    );
+    kunit_expect_eq!((got, left), (Some(real), 0));
+    kunit_expect_eq!(misses() - m, 1);
+
+    // Nothing left planted: the real VMA, no retry.
+    let r = retries();
+    kunit_expect_eq!(lookup(&mm, addr), Some(real));
+    kunit_expect_eq!(retries(), r);
+    Ok(())
 }
 
 /// An index of more than `REAP_MIN_NODES` VMAs, taken out when its
@@ -486,6 +701,7 @@ kernel::kunit_suite! {
         index_follows_random_changes,
         short_reserve_drops_index,
         large_index_reaped_at_exit,
+        stale_candidates_revalidated,
         #[slow] lookups_race_changes,
     ],
 }
