@@ -3,7 +3,7 @@
  * RCXVM: mprotect() of one whole private anonymous VMA under the mmap
  * read lock (Documentation/mm/rcx.rst, "RCXVM").
  *
- * The hooks mm/mprotect.c, mm/memory.c and mm/gup.c call.  Each is an
+ * The hooks mm/mprotect.c, mm/memory.c, mm/gup.c and mm/vma.c call.  Each is an
  * inline test of a static key around a call, and nothing at all without
  * CONFIG_RCXVM.  The fast path is Rust (mm/rcx_rs/vm/fast.rs); the keys,
  * counters and switches are C (mm/rcx_rs/rcxvm.c).
@@ -83,11 +83,34 @@ static inline bool rcxvm_fault_lock(struct vm_area_struct *vma,
 /*
  * The fault may have dropped the mmap lock; the VMA is still there, since
  * detaching it takes its write lock, which waits for this read lock.
+ * vma_end_read(), not a bare up_read(): once the count drops, a writer may
+ * detach and free the VMA, and up_read() may still touch the lock (on
+ * PREEMPT_RT it takes the rwsem's wait_lock after the count dropped); the
+ * RCU read lock it holds keeps the VMA until it returns.
  */
 static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held)
 {
 	if (held)
-		up_read(&vma->vm_lock->lock);
+		vma_end_read(vma);
+}
+
+/*
+ * munmap(), brk() and mremap() lower total_vm and the data, exec and
+ * stack counters after downgrading the mmap lock to read
+ * (vms_complete_munmap_vmas()), with plain read-modify-writes that no
+ * other writer could race in mainline.  The fast path accounts its
+ * change under the read lock too, so both take mm->page_table_lock
+ * around their updates (as stack expansion under the read lock once did
+ * for the same counters); otherwise one update is lost for good.
+ */
+static inline void rcxvm_stat_lock(struct mm_struct *mm)
+{
+	spin_lock(&mm->page_table_lock);
+}
+
+static inline void rcxvm_stat_unlock(struct mm_struct *mm)
+{
+	spin_unlock(&mm->page_table_lock);
 }
 
 /*
@@ -125,6 +148,14 @@ static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held)
 static inline bool rcxvm_gup_forget_vma(struct vm_area_struct **vma)
 {
 	return false;
+}
+
+static inline void rcxvm_stat_lock(struct mm_struct *mm)
+{
+}
+
+static inline void rcxvm_stat_unlock(struct mm_struct *mm)
+{
 }
 
 #endif /* CONFIG_RCXVM */

@@ -37,6 +37,8 @@
 #include <linux/resource.h>
 #include <linux/sched/signal.h>
 #include <linux/security.h>
+#include <linux/swap.h>
+#include <linux/swapops.h>
 #include <linux/sysfs.h>
 #include <asm/tlb.h>
 
@@ -179,6 +181,19 @@ static int rcxvm_check_pmd(pmd_t *pmd, unsigned long addr, unsigned long next,
 {
 	pmd_t entry = pmdp_get_lockless(pmd);
 
+	if (is_swap_pmd(entry)) {
+		/*
+		 * A THP under migration: change_protection() made a writable
+		 * entry readable.  Not split (which the walk would do to
+		 * descend): the check must not change what it checks.
+		 */
+		WARN_ONCE(is_pmd_migration_entry(entry) &&
+			  is_writable_migration_entry(pmd_to_swp_entry(entry)),
+			  "rcxvm: writable migration PMD at %#lx after mprotect() made it read-only\n",
+			  addr);
+		walk->action = ACTION_CONTINUE;
+		return 0;
+	}
 	if (!pmd_trans_huge(entry))
 		return 0;
 	WARN_ONCE(pmd_write(entry),
@@ -198,9 +213,11 @@ static const struct mm_walk_ops rcxvm_check_ops = {
 /*
  * After the commit, under the VMA's hold: bring the page tables to the
  * new protection and account the change, as mprotect_fixup() does.  The
- * mm's data/exec/stack counters are plain read-modify-writes that
- * writers under the mmap write lock own; fast paths of several VMAs take
- * mm->page_table_lock around theirs.  total_vm does not change.
+ * mm's counters are plain read-modify-writes; besides writers under the
+ * mmap write lock, the fast paths of other VMAs and munmap() after its
+ * downgrade update them under the read lock, all three under
+ * mm->page_table_lock (rcxvm_stat_lock()).  total_vm goes down and up by
+ * the same count: its value afterwards is unchanged.
  */
 void rcxvm_apply(struct vm_area_struct *vma, unsigned long oldflags,
 		 unsigned long newflags)
@@ -220,10 +237,10 @@ void rcxvm_apply(struct vm_area_struct *vma, unsigned long oldflags,
 		walk_page_range_vma(vma, vma->vm_start, vma->vm_end,
 				    &rcxvm_check_ops, NULL);
 
-	spin_lock(&mm->page_table_lock);
+	rcxvm_stat_lock(mm);
 	vm_stat_account(mm, oldflags, -nrpages);
 	vm_stat_account(mm, newflags, nrpages);
-	spin_unlock(&mm->page_table_lock);
+	rcxvm_stat_unlock(mm);
 	perf_event_mmap(vma);
 }
 

@@ -15,21 +15,30 @@
 #     (never through a read-only mapping, never longer than 10 s), layout
 #     threads change neighbouring pages' protections (the final
 #     /proc/self/maps must equal a sequential replay of their calls), and
-#     a faulter (whose alike pages ksmd merges), a mapper and a forker
-#     run beside them, ksmd and NUMA balancing too; every byte is
-#     checked.  The counters must show fast-path hits, the RCX commits'
-#     merges and busy VMAs are printed, and no VMA lock splat may appear
-#     (the test kernel has lockdep and KASAN).
+#     a faulter (whose alike pages ksmd merges), a mapper, a churner
+#     (mmap/munmap of untouched regions) and a forker run beside them,
+#     ksmd and NUMA balancing too; every byte is checked, and at the end
+#     the mm's page counters (/proc/self/status) must equal the sums
+#     over /proc/self/maps (munmap() lowers them after downgrading the
+#     mmap lock, beside the fast path's accounting).  The counters must
+#     show fast-path hits, the RCX commits' merges and busy VMAs are
+#     printed, and no VMA lock splat may appear (the test kernel has
+#     lockdep and KASAN).
 #  2. 10 s with the fast path flipped off and on every 2 s under the
 #     running workload: the same checks.
-#  3. The checks can fail: rcxvm_race -C prot (one mprotect(PROT_READ)
-#     skipped), -C layout (one call replayed wrong) and -C byte (a byte
-#     flipped) must each exit 1 saying why.
+#  3. 10 s of the counters' race alone (rcxvm_race -A): two togglers
+#     that only mprotect() their VMAs back and forth, as fast as the fast
+#     path goes, beside the churner; then the counters against the maps.
+#  4. The checks can fail: rcxvm_race -C prot (one mprotect(PROT_READ)
+#     skipped), -C layout (one call replayed wrong), -C byte (a byte
+#     flipped) and -C accounting (4 kB more in the maps' data sum) must
+#     each exit 1 saying why.
 # On a kernel without CONFIG_RCXVM the scenario fails at its first check.
 
 MNT=/mnt/rcxvm
 RACE_S=30
 FLIP_S=10
+ACCT_S=10
 
 uptime_s() {
 	cut -d. -f1 /proc/uptime
@@ -68,13 +77,23 @@ flips() {
 	echo "enabled flipped 1 -> 0 -> 1 $i times; ksm pages_sharing up to $max"
 }
 
+# accounting_result OUT RC: rcxvm_race -A (output in OUT) exited RC = 0.
+accounting_result() {
+	if [ "$2" -eq 0 ] && grep -q '^RCXVM-ACCOUNTING .* failures=0' "$1"; then
+		grep -E '^(accounting|RCXVM-ACCOUNTING)' "$1"
+		return 0
+	fi
+	head -c 3000 "$1"
+	return 1
+}
+
 # must_fail MODE: rcxvm_race -C MODE exits 1 and says what it caught.
 must_fail() {
 	local rc
 	rcxvm_race -t 4 -C "$1" -f $MNT/c.dat >/tmp/c-$1.out 2>&1
 	rc=$?
-	if [ $rc -eq 1 ] && grep -q -E 'MISMATCH|VIOLATION|LAYOUT|UNEXPECTED SIG' /tmp/c-$1.out; then
-		echo "caught: $(grep -m 1 -E 'MISMATCH|VIOLATION|LAYOUT|UNEXPECTED SIG' /tmp/c-$1.out | cut -c1-150)"
+	if [ $rc -eq 1 ] && grep -q -E 'MISMATCH|VIOLATION|LAYOUT|ACCOUNTING|UNEXPECTED SIG' /tmp/c-$1.out; then
+		echo "caught: $(grep -m 1 -E 'MISMATCH|VIOLATION|LAYOUT|ACCOUNTING|UNEXPECTED SIG' /tmp/c-$1.out | cut -c1-150)"
 		return 0
 	fi
 	head -c 2000 /tmp/c-$1.out
@@ -116,10 +135,15 @@ log "counters after phase 2: $c2"
 check flip_fast_hits fast_hits "$c1" "$c2"
 check flip_enabled_restored expect_eq "$(cat $RCXVM_SYS/enabled)" 1
 
-log "phase 3 at $(uptime_s) s: the checks catch a missed protection, a wrong layout and a wrong byte"
+log "phase 3 at $(uptime_s) s: $ACCT_S s of the counters' race, tight"
+rcxvm_race -A -n 2 -t $ACCT_S >/tmp/acct.out 2>&1
+check accounting_race accounting_result /tmp/acct.out $?
+
+log "phase 4 at $(uptime_s) s: the checks catch a missed protection, a wrong layout, a wrong byte and wrong counters"
 check catches_prot must_fail prot
 check catches_layout must_fail layout
 check catches_byte must_fail byte
+check catches_accounting must_fail accounting
 umount $MNT
 log "KSM: pages_shared=$(cat /sys/kernel/mm/ksm/pages_shared) full_scans=$(cat /sys/kernel/mm/ksm/full_scans) ksm_zero_pages=$(cat /sys/kernel/mm/ksm/ksm_zero_pages 2>/dev/null)"
 echo 2 >/sys/kernel/mm/ksm/run

@@ -34,16 +34,25 @@
  *    them, which concurrent calls must reproduce;
  *  - a faulter zaps (MADV_DONTNEED) and rewrites its own region, whose
  *    pages are all alike and KSM-mergeable, a mapper maps, writes,
- *    checks and unmaps regions, and a forker forks children that check
- *    every toggler's bytes.
+ *    checks and unmaps regions, a churner maps and unmaps regions
+ *    without touching them, and a forker forks children that check
+ *    every toggler's bytes;
+ *  - at the end, the mm's page counters of /proc/self/status must equal
+ *    the sums over /proc/self/maps: munmap() lowers them after
+ *    downgrading the mmap lock, beside the fast path's accounting.
+ *
+ * With -A only the counters' race runs, tight: -n togglers that only
+ * mprotect() their VMA back and forth, beside the churner, for -t s, then
+ * the counters' check ("RCXVM-ACCOUNTING key=value ...").
  *
  * Prints "RCXVM-RACE key=value ..." and exits 0 when every check held,
  * 1 otherwise (each failure is printed with MISMATCH, VIOLATION,
- * LAYOUT, LIVELOCK or UNEXPECTED SIG), 2 on a usage error.
+ * LAYOUT, LIVELOCK, ACCOUNTING or UNEXPECTED SIG), 2 on a usage error.
  * -C MODE breaks one thing on purpose, to show that the checks catch it:
  * "prot" makes a toggler skip one mprotect(PROT_READ) (the prober or its
  * own write must report a violation), "layout" drops one call from the
- * replay, "byte" flips a byte behind a toggler's model.
+ * replay, "byte" flips a byte behind a toggler's model, "accounting"
+ * adds 4 kB to the data sum of the maps.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -93,7 +102,8 @@ static struct lcall *llog[MAXL];
 static int lcount[MAXL];
 static atomic_int stop, failures;
 static _Atomic unsigned long probes, probe_faults, gup_calls, gup_ok,
-	gup_efault, gup_progress, forks, maps, zaps, own_faults;
+	gup_efault, gup_progress, forks, maps, zaps, own_faults, churns,
+	tight_toggles;
 static pthread_t gup_tid;
 
 static __thread sigjmp_buf probe_env;
@@ -363,6 +373,29 @@ static void *mapper(void *arg)
 	return NULL;
 }
 
+/*
+ * Maps and unmaps without touching the pages, as fast as it can: each
+ * munmap() lowers the mm's page counters after downgrading the mmap lock
+ * to read, beside the togglers' fast paths, which account their changes
+ * under the read lock too.
+ */
+static void *churner(void *arg)
+{
+	(void)arg;
+	while (!atomic_load(&stop)) {
+		void *p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+		if (p == MAP_FAILED) {
+			fail("MISMATCH churner: mmap: %s\n", strerror(errno));
+			break;
+		}
+		munmap(p, 16 * PAGE);
+		atomic_fetch_add(&churns, 1);
+	}
+	return NULL;
+}
+
 /* A child reads every toggler's bytes (readable in both states). */
 static void *forker(void *arg)
 {
@@ -411,6 +444,72 @@ static void maps_of(unsigned char *base, size_t len, char *out, size_t cap)
 		fclose(f);
 }
 
+/*
+ * The mm's page counters against its VMAs, once every thread is done:
+ * VmSize (total_vm), VmData (data_vm), VmStk (stack_vm) and VmExe+VmLib
+ * (exec_vm) of /proc/self/status must equal the sums over
+ * /proc/self/maps, classed as vm_stat_account() classes a VMA (exec:
+ * executable, not writable, not a stack; stack: [stack], the one
+ * VM_GROWSDOWN VMA; data: private and writable, not a stack).  An
+ * update lost by a racing writer stays lost, so a difference here
+ * outlives the race that made it.
+ */
+static int accounting_check(void)
+{
+	unsigned long total = 0, data = 0, stack = 0, exec = 0;
+	unsigned long vmsize = 0, vmdata = 0, vmstk = 0, vmexe = 0, vmlib = 0;
+	char line[512], perms[8], name[256];
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f) {
+		fail("MISMATCH accounting: /proc/self/maps: %s\n", strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long start, end, kb;
+
+		name[0] = 0;
+		if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %255s", &start, &end, perms,
+			   name) < 3)
+			continue;
+		/* The vsyscall page is not a VMA of the mm. */
+		if (!strcmp(name, "[vsyscall]"))
+			continue;
+		kb = (end - start) >> 10;
+		total += kb;
+		if (!strcmp(name, "[stack]"))
+			stack += kb;
+		else if (perms[2] == 'x' && perms[1] != 'w')
+			exec += kb;
+		else if (perms[1] == 'w' && perms[3] == 'p')
+			data += kb;
+	}
+	fclose(f);
+	f = fopen("/proc/self/status", "r");
+	if (!f) {
+		fail("MISMATCH accounting: /proc/self/status: %s\n", strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		sscanf(line, "VmSize: %lu", &vmsize);
+		sscanf(line, "VmData: %lu", &vmdata);
+		sscanf(line, "VmStk: %lu", &vmstk);
+		sscanf(line, "VmExe: %lu", &vmexe);
+		sscanf(line, "VmLib: %lu", &vmlib);
+	}
+	fclose(f);
+	if (!strcmp(breakmode, "accounting"))
+		data += 4;
+	printf("accounting: VmSize %lu VmData %lu VmStk %lu VmExe+VmLib %lu kB; maps %lu %lu %lu %lu kB\n",
+	       vmsize, vmdata, vmstk, vmexe + vmlib, total, data, stack, exec);
+	if (vmsize != total || vmdata != data || vmstk != stack || vmexe + vmlib != exec) {
+		fail("ACCOUNTING the mm's counters (VmSize %lu VmData %lu VmStk %lu VmExe+VmLib %lu kB) differ from its VMAs (%lu %lu %lu %lu kB)\n",
+		     vmsize, vmdata, vmstk, vmexe + vmlib, total, data, stack, exec);
+		return -1;
+	}
+	return 0;
+}
+
 static unsigned char *map_written(size_t pages, unsigned int ver)
 {
 	unsigned char *p = map_isolated(pages);
@@ -451,29 +550,72 @@ static int layout_replay(void)
 	return 0;
 }
 
+/*
+ * -A: the counters' race alone, tight: togglers that only mprotect()
+ * their VMA (no bytes written, so thousands of fast paths a second)
+ * beside the churner, then the counters checked against the maps.
+ */
+static void *tight_toggler(void *arg)
+{
+	unsigned char *mem = map_isolated(TPAGES);
+
+	(void)arg;
+	mem[0] = 1;
+	while (!atomic_load(&stop)) {
+		if (mprotect(mem, TPAGES * PAGE, PROT_READ | PROT_WRITE) ||
+		    mprotect(mem, TPAGES * PAGE, PROT_READ)) {
+			fail("MISMATCH tight toggler: mprotect: %s\n", strerror(errno));
+			break;
+		}
+		atomic_fetch_add(&tight_toggles, 1);
+	}
+	return NULL;
+}
+
+static int accounting_race(void)
+{
+	pthread_t th[MAXT + 1];
+	int n = 0;
+
+	for (int t = 0; t < ntog; t++)
+		pthread_create(&th[n++], NULL, tight_toggler, NULL);
+	pthread_create(&th[n++], NULL, churner, NULL);
+	sleep(secs);
+	atomic_store(&stop, 1);
+	for (int i = 0; i < n; i++)
+		pthread_join(th[i], NULL);
+	accounting_check();
+	printf("RCXVM-ACCOUNTING toggles=%lu churns=%lu failures=%d\n",
+	       (unsigned long)tight_toggles, (unsigned long)churns, atomic_load(&failures));
+	return atomic_load(&failures) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t th[32];
-	int nth = 0, opt, fd;
+	int nth = 0, opt, fd, accounting_only = 0;
 	unsigned long last = 0, stall = 0, calls = 0, t0;
 	struct sigaction sa = { 0 };
 	unsigned char *buf;
 
-	while ((opt = getopt(argc, argv, "n:l:t:f:C:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:l:t:f:C:A")) != -1) {
 		switch (opt) {
+		case 'A': accounting_only = 1; break;
 		case 'n': ntog = atoi(optarg); break;
 		case 'l': nlay = atoi(optarg); break;
 		case 't': secs = atoi(optarg); break;
 		case 'f': file = optarg; break;
 		case 'C': breakmode = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-n togglers] [-l layout threads] [-t s] [-f file] [-C prot|layout|byte]\n",
+			fprintf(stderr, "usage: %s [-A] [-n togglers] [-l layout threads] [-t s] [-f file] [-C prot|layout|byte|accounting]\n",
 				argv[0]);
 			return 2;
 		}
 	}
 	if (ntog < 1 || ntog > MAXT || nlay < 1 || nlay > MAXL)
 		return 2;
+	if (accounting_only)
+		return accounting_race();
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigaction(SIGSEGV, &sa, NULL);
@@ -507,6 +649,7 @@ int main(int argc, char **argv)
 	pthread_create(&th[nth++], NULL, prober, NULL);
 	pthread_create(&th[nth++], NULL, faulter, NULL);
 	pthread_create(&th[nth++], NULL, mapper, NULL);
+	pthread_create(&th[nth++], NULL, churner, NULL);
 	pthread_create(&th[nth++], NULL, forker, NULL);
 	pthread_create(&gup_tid, NULL, gup, NULL);
 
@@ -530,15 +673,16 @@ int main(int argc, char **argv)
 		pthread_join(th[i], NULL);
 
 	layout_replay();
+	accounting_check();
 	for (int t = 0; t < ntog; t++)
 		calls += 2 * tog[t].toggles;
 	for (int id = 0; id < nlay; id++)
 		calls += lcount[id];
-	printf("RCXVM-RACE toggles=%lu layout_calls=%d+%d mprotects=%lu own_faults=%lu probes=%lu probe_faults=%lu gup=%lu gup_ok=%lu gup_efault=%lu forks=%lu maps=%lu zaps=%lu failures=%d\n",
+	printf("RCXVM-RACE toggles=%lu layout_calls=%d+%d mprotects=%lu own_faults=%lu probes=%lu probe_faults=%lu gup=%lu gup_ok=%lu gup_efault=%lu forks=%lu maps=%lu churns=%lu zaps=%lu failures=%d\n",
 	       tog[0].toggles, lcount[0], nlay > 1 ? lcount[1] : 0, calls,
 	       (unsigned long)own_faults, (unsigned long)probes, (unsigned long)probe_faults,
 	       (unsigned long)gup_calls, (unsigned long)gup_ok, (unsigned long)gup_efault,
-	       (unsigned long)forks, (unsigned long)maps, (unsigned long)zaps,
-	       atomic_load(&failures));
+	       (unsigned long)forks, (unsigned long)maps, (unsigned long)churns,
+	       (unsigned long)zaps, atomic_load(&failures));
 	return atomic_load(&failures) ? 1 : 0;
 }
