@@ -364,6 +364,8 @@ unsigned long gcma_dmem_rs_invalidate_swap_type(unsigned int type);
  */
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_file_on);
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
+DECLARE_STATIC_KEY_FALSE(gcma_dmem_fences_on);
+void gcma_dmem_fences_start(void);
 void __gcma_dmem_evict_folio(struct folio *folio, bool reclaimed);
 bool __gcma_dmem_read_folio(struct folio *folio);
 void __gcma_dmem_invalidate_file(struct address_space *mapping,
@@ -448,13 +450,15 @@ static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
  * Begin returns whether it raised a fence; the walk passes that to end as
  * @fenced, which lowers exactly the fences begin raised, whatever the
  * client's switch did in between (testing the switch again would leave a
- * fence raised, or lower one another walk raised).
+ * fence raised, or lower one another walk raised).  Fences are raised
+ * whenever DMEM exists, the file client on or off: a walk that began
+ * with it off must still be fenced if it comes on before the walk ends.
  */
 static inline bool gcma_dmem_fence_begin(struct address_space *mapping,
 					 unsigned long first,
 					 unsigned long last)
 {
-	if (static_branch_unlikely(&gcma_dmem_file_on))
+	if (static_branch_unlikely(&gcma_dmem_fences_on))
 		return __gcma_dmem_fence_begin(mapping, first, last);
 	return false;
 }
@@ -471,6 +475,19 @@ static inline void gcma_dmem_umount(struct super_block *sb)
 {
 	if (static_branch_unlikely(&gcma_dmem_file_on))
 		__gcma_dmem_umount(sb);
+}
+
+/*
+ * iomap_dio_complete(), after a direct-I/O write that failed: whether to
+ * invalidate the page cache of its range all the same.  Upstream skips
+ * it, but bios of the write may have reached the disk before the error,
+ * and a folio read meanwhile holds older bytes; DMEM would store that
+ * folio at its eviction and keep its bytes after it.  As for fences, on
+ * whenever DMEM exists.
+ */
+static inline bool gcma_dmem_invalidate_failed_dio(void)
+{
+	return static_branch_unlikely(&gcma_dmem_fences_on);
 }
 
 /* swap_writepage(): after zswap declined @folio, before the device write. */
@@ -552,6 +569,7 @@ static inline void gcma_dmem_truncate(struct address_space *mapping,
 static inline void gcma_dmem_invalidate_pages(struct address_space *mapping,
 					      unsigned long first,
 					      unsigned long last) { }
+static inline bool gcma_dmem_invalidate_failed_dio(void) { return false; }
 static inline bool gcma_dmem_fence_begin(struct address_space *mapping,
 					 unsigned long first,
 					 unsigned long last) { return false; }

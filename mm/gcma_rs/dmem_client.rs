@@ -138,7 +138,7 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
         if self.fence(key).load(Ordering::SeqCst) != 0 {
             // Drop any older entry: the folio's bytes may be newer.
             self.dmem.invalidate(key);
-            return Some(StoreOutcome::Refused(Refusal::Superseded));
+            return Some(self.dmem.refuse(Refusal::Superseded));
         }
         let out = self.dmem.store(key, src);
         // Switched off meanwhile: its clear() may have run before the store
@@ -153,9 +153,11 @@ impl<K: crate::dmem::Key + Sync> Client<KConfig<K>> {
     /// Copies the entry of `key` into `dst`; `false` on a miss or if the
     /// client is off.
     pub(crate) fn load(&self, key: &K, dst: ExclusivePage<'_>) -> bool {
-        self.enabled.load(Ordering::SeqCst)
-            && self.fence(key).load(Ordering::SeqCst) == 0
-            && self.dmem.load(key, dst)
+        if !self.enabled.load(Ordering::SeqCst) || self.fence(key).load(Ordering::SeqCst) != 0 {
+            self.dmem.missed();
+            return false;
+        }
+        self.dmem.load(key, dst)
     }
 
     /// Drops the entry of `key`; returns whether there was one.
@@ -299,6 +301,12 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
     )?;
     // From here on, allocations call `discard` for lent pages.
     DMEMS.store(KBox::into_raw(dmems), Ordering::Release);
+    // Direct-I/O walks fence their range from now on, whatever the
+    // switches: one that began with the file client off could otherwise
+    // see it come on, and reclaim store a folio the walk has not reached
+    // yet (older than the write), which nothing would drop.
+    // SAFETY: FFI call without preconditions; process context.
+    unsafe { bindings::gcma_dmem_fences_start() };
     for client in [
         bindings::gcma_dmem_client_GCMA_DMEM_FILE,
         bindings::gcma_dmem_client_GCMA_DMEM_SWAP,

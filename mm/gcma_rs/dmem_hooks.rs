@@ -206,9 +206,12 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
         return false;
     };
     // A folio wholly beyond the end of the file must read as zeros, which
-    // the file system's read gives it.  An entry there can only be an old
-    // one: ext2's truncation takes no `invalidate_lock`, so a read racing
-    // it may create the folio between the truncation's walk and its drop.
+    // the file system's read gives it, and an entry there can only be
+    // older than the truncation that cut the file.  ext2 and ext4
+    // truncate under the `invalidate_lock`, which keeps reads from
+    // creating folios between the truncation's walk and its drop; the
+    // test costs one comparison and does not rely on every file system
+    // doing so.
     let pos = folio.index() << bindings::PAGE_SHIFT;
     if mapping
         .and_then(AddressSpace::host)

@@ -25,6 +25,21 @@
 
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_file_on);
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
+DEFINE_STATIC_KEY_FALSE(gcma_dmem_fences_on);
+
+/**
+ * gcma_dmem_fences_start() - raise range fences from now on
+ *
+ * Called once by the Rust crate, when the DMEM instances exist and before
+ * either client is switched on; the key is never turned off.  Direct-I/O
+ * invalidation walks then fence their range whatever the file client's
+ * switch says (see gcma_dmem_fence_begin()).  DMEM starts in an initcall,
+ * before user space, so no walk is in flight that began without a fence.
+ */
+void gcma_dmem_fences_start(void)
+{
+	static_branch_enable(&gcma_dmem_fences_on);
+}
 
 /* Serialises switching: the static key and the client's state change together. */
 static DEFINE_MUTEX(gcma_dmem_switch_lock);

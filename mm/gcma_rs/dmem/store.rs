@@ -199,8 +199,10 @@ impl<C: Config> Dmem<C> {
         self.bucket(key).with(|m| m.remove_if(key, h));
     }
 
-    /// Counts and returns a refusal.
-    fn refuse(&self, r: Refusal) -> StoreOutcome {
+    /// Counts and returns a refusal: the store's own, or one its caller
+    /// decided before calling it (a client whose range fence stands), so
+    /// that the counters tell every refused store.
+    pub(crate) fn refuse(&self, r: Refusal) -> StoreOutcome {
         if r == Refusal::Poisoned {
             Counters::add(&self.counters.poisoned, 1);
         } else if let Some(c) = self.counters.refused.get(Counters::refusal_index(r)) {
@@ -333,6 +335,13 @@ impl<C: Config> Dmem<C> {
         };
         Counters::add(c, 1);
         hit
+    }
+
+    /// Counts a load its caller failed without calling [`Dmem::load`] (a
+    /// client switched off or fenced), so that hits and misses add up to
+    /// the loads asked for.
+    pub(crate) fn missed(&self) {
+        Counters::add(&self.counters.misses, 1);
     }
 
     /// Drops the entry of `key`; returns whether there was one.

@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: DMEM never serves a page older than the file: an O_DIRECT write racing a buffered read and reclaim, a changed inode generation, a memory-failure removal, O_DIRECT fences raced by the client's switch (ext2 and ext4), a swap file's old pages after swapoff; a SCHED_FIFO allocator never waits for ever on a copy it preempted
+# description: DMEM never serves a page older than the file: an O_DIRECT write racing a buffered read and reclaim, its invalidation walk racing the client's switch-on, one failing part way, a changed inode generation, a memory-failure removal, O_DIRECT fences raced by the client's switch (ext2 and ext4), a swap file's old pages after swapoff; a SCHED_FIFO allocator never waits for ever on a copy it preempted
 # duration: 60
 # append: gcma=32M preempt=full
 # mem: 1G
@@ -13,7 +13,7 @@ CG=/sys/fs/cgroup
 check client_on expect_eq "$(cat $F/enabled)" 1
 mkdir -p $CG && mount -t cgroup2 none $CG
 echo "+io +memory" > $CG/cgroup.subtree_control
-mkdir -p $CG/slow
+mkdir -p $CG/slow $CG/slowread
 
 for fs in ext2 ext4; do
 	dev=vda
@@ -25,6 +25,21 @@ for fs in ext2 ext4; do
 	# 128 KiB O_DIRECT write stays in flight for about 4 s.
 	echo "$(cat /sys/block/$dev/dev) wbps=32768" > $CG/slow/io.max
 	check ${fs}_dio_write_racing_read dmem_coherence dio -w $CG/slow /mnt/$fs
+	# The same throttle holds a write that fails with ENOSPC part way
+	# (the test fills the file system; a failed run leaves its files).
+	check ${fs}_dio_failed_write dmem_coherence diofail -w $CG/slow /mnt/$fs
+	rm -f /mnt/$fs/diofail /mnt/$fs/diofail.filler
+	# 96 KiB/s for the writer (its 192 KiB are done after about 2 s);
+	# the reader's cgroup may read 512 B/s: its read of one page takes
+	# about 8 s and holds the write's invalidation walk at page 0 while
+	# the client comes on.
+	echo "$(cat /sys/block/$dev/dev) wbps=98304" > $CG/slow/io.max
+	echo "$(cat /sys/block/$dev/dev) rbps=512" > $CG/slowread/io.max
+	check ${fs}_dio_walk_racing_switch dmem_coherence dioswitch -w $CG/slow -r $CG/slowread /mnt/$fs
+	# The test switches the client off first and on again; whatever
+	# became of it, the cases below need it on.
+	echo 1 > $F/enabled
+	echo "$(cat /sys/block/$dev/dev) rbps=max" > $CG/slowread/io.max
 	echo "$(cat /sys/block/$dev/dev) wbps=max" > $CG/slow/io.max
 
 	# ext4 with metadata checksums (mke2fs's default) refuses

@@ -11,6 +11,29 @@
  *	must not be cached (mincore()) and every byte read must be V2.
  *	The caller puts a write limit on CGROUP; the writer joins it.
  *
+ *   dmem_coherence dioswitch -w WCGROUP -r RCGROUP DIR
+ *	With the file client off, an O_DIRECT write (V1 to V2) held in flight
+ *	by WCGROUP's io.max while this process reads pages 1 to 40 and the
+ *	last page (V1, from the disk); a reader in RCGROUP, whose io.max makes
+ *	its read of page 0
+ *	take seconds, keeps page 0's folio locked, so that when the write's
+ *	bios are done its invalidation walk waits at page 0 (seen in the
+ *	writer's /proc/PID/wchan).  Then the client is switched on and the
+ *	last page paged out: reclaim offers V1 to DMEM, which must refuse it
+ *	(the walk's fence stands though it began with the client off).  When
+ *	the walk is done the page must not be cached, every byte read must be
+ *	V2, and verify mode (where built) must have caught no stale copy.
+ *	Leaves the client on.
+ *
+ *   dmem_coherence diofail -w CGROUP DIR
+ *	The file's first 40 pages are written (V1), its last 8 a hole, and
+ *	the file system is filled up; an O_DIRECT write of the whole file
+ *	(V2), held in flight by CGROUP's io.max, fails with ENOSPC at the
+ *	hole after its first 40 pages reached the disk, while this process
+ *	reads page 39 (V1) during it.  After the write the page is paged out
+ *	if still cached, and every read must return what the disk holds (V2),
+ *	verify mode (where built) catching no stale copy.
+ *
  *   dmem_coherence setversion DIR
  *	The file's pages are stored by DMEM under one inode generation, the
  *	generation is changed (FS_IOC_SETVERSION), the file rewritten and
@@ -104,6 +127,15 @@ static unsigned long counter(const char *name)
 	close(fd);
 	buf[n] = 0;
 	return strtoul(buf, NULL, 10);
+}
+
+/* A counter that exists only in some builds (verify mode): 0 without. */
+static unsigned long optional_counter(const char *name)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), DMEM "%s", name);
+	return access(path, R_OK) ? 0 : counter(name);
 }
 
 static void pwrite_all(int fd, const void *buf, size_t len, off_t off)
@@ -627,10 +659,288 @@ static int test_switch(const char *dir)
 	return 0;
 }
 
+/* Whether task @pid sleeps waiting for a folio (its lock, here). */
+static int waits_on_folio(pid_t pid)
+{
+	char path[64], buf[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strstr(buf, "folio") != NULL;
+}
+
+/*
+ * Test "dioswitch": the file client is switched on while the invalidation
+ * walk after an O_DIRECT write runs, and the page the walk has not reached
+ * yet, read during the write with the old bytes, is paged out then.
+ */
+/*
+ * Pages of test "dioswitch": the walk takes the folios it finds in
+ * batches of up to 31 (PAGEVEC_SIZE) and holds a reference on each while
+ * it waits at the first, which reclaim cannot then free; pages 1 to
+ * CACHED_PAGES are cached too, so that the last page is outside the batch
+ * the walk waits in.
+ */
+#define SWITCH_PAGES 48
+#define CACHED_PAGES 40
+
+static int test_dio_switch(const char *dir, const char *wcg, const char *rcg)
+{
+	size_t len = SWITCH_PAGES * PAGE, last = SWITCH_PAGES - 1;
+	unsigned long offered, refused, stores, mismatches;
+	unsigned char *v2 = malloc(SWITCH_PAGES * PAGE);
+	int wpipe[2], rpipe[2], status, fd;
+	pid_t writer, reader;
+	char path[512], c;
+	double t0;
+
+	if (!v2)
+		die("malloc");
+	snprintf(path, sizeof(path), "%s/dioswitch", dir);
+	fd = make_file(path, len, 1);
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		die("fadvise");
+	mismatches = optional_counter("verify_mismatches");
+	switch_client(0);
+	if (pipe(wpipe) || pipe(rpipe))
+		die("pipe");
+	writer = fork();
+	if (writer < 0)
+		die("fork");
+	if (!writer) {
+		unsigned char *buf;
+		int dfd;
+
+		join_cgroup(wcg);
+		dfd = open(path, O_WRONLY | O_DIRECT);
+		if (dfd < 0 || posix_memalign((void **)&buf, PAGE, len))
+			die("O_DIRECT open");
+		fill(buf, 0, len, 2);
+		if (write(wpipe[1], "w", 1) != 1)
+			die("pipe");
+		if (pwrite(dfd, buf, len, 0) != (ssize_t)len)
+			die("O_DIRECT pwrite");
+		_exit(0);
+	}
+	reader = fork();
+	if (reader < 0)
+		die("fork");
+	if (!reader) {
+		unsigned char *buf = malloc(PAGE);
+		int rfd;
+
+		join_cgroup(rcg);
+		rfd = open(path, O_RDONLY);
+		/* One page, no readahead: its folio stays locked for the read. */
+		if (rfd < 0 || !buf || posix_fadvise(rfd, 0, 0, POSIX_FADV_RANDOM))
+			die("reader open");
+		if (read(rpipe[0], &c, 1) != 1)
+			die("pipe");
+		if (pread(rfd, buf, PAGE, 0) != (ssize_t)PAGE)
+			die("reader pread");
+		_exit(0);
+	}
+	close(wpipe[1]);
+	if (read(wpipe[0], &c, 1) != 1)
+		fail("the writer died before writing");
+	t0 = now();
+	usleep(300 * 1000);
+	/*
+	 * Pages 1 to CACHED_PAGES are cached, whatever they hold (bios of
+	 * the write may have passed the throttle already); the disk still has
+	 * V1 at the last page, which the write reaches last.
+	 */
+	if (pread(fd, v2, CACHED_PAGES * PAGE, PAGE) != (ssize_t)(CACHED_PAGES * PAGE))
+		die("pread");
+	fill(v2, last * PAGE, PAGE, 1);
+	if (check_read(fd, last * PAGE, v2, PAGE, "read during the write"))
+		fail("the last page read during the write is not V1: the write was not held in flight");
+	if (waitpid(writer, &status, WNOHANG) != 0)
+		fail("the write completed before its pages were read");
+	/* Page 0 is read, slowly, behind the write's pre-invalidation. */
+	if (write(rpipe[1], "r", 1) != 1)
+		die("pipe");
+	/* Once its bios are done, the writer's walk waits at page 0. */
+	while (!waits_on_folio(writer)) {
+		if (waitpid(writer, &status, WNOHANG) != 0)
+			fail("the write completed before its walk waited at page 0");
+		if (now() - t0 > 30)
+			fail("the writer never waited on a folio");
+		usleep(20 * 1000);
+	}
+	if (waitpid(reader, &status, WNOHANG) != 0)
+		fail("the read of page 0 completed before the walk reached it");
+	printf("# dioswitch: %.2f s into the write, its walk waits at page 0\n", now() - t0);
+	switch_client(1);
+	offered = counter("stores") + counter("refused_superseded");
+	refused = counter("refused_superseded");
+	stores = page_out_all(fd, last, 1);
+	offered = counter("stores") + counter("refused_superseded") - offered;
+	refused = counter("refused_superseded") - refused;
+	printf("# dioswitch: client on, the page paged out: offered to DMEM %lu times, %lu stored, %lu refused\n",
+	       offered, stores, refused);
+	if (cached(fd, last, 1))
+		fail("the page is still cached after the page-out");
+	if (!offered)
+		fail("reclaim offered the page to DMEM not once");
+	if (waitpid(writer, &status, WNOHANG) != 0)
+		fail("the walk ended before the page-out: the window was not held open");
+	if (waitpid(reader, &status, 0) != reader || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fail("the reader of page 0 failed");
+	if (waitpid(writer, &status, 0) != writer || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		fail("the O_DIRECT writer failed");
+	printf("# dioswitch: write and walk done after %.2f s\n", now() - t0);
+	if (cached(fd, last, 1))
+		fail("the page is cached after the write: the test would not read through DMEM");
+	fill(v2, 0, len, 2);
+	if (check_read(fd, last * PAGE, v2 + last * PAGE, PAGE, "read after the write") ||
+	    check_read(fd, 0, v2, len, "whole file after the write"))
+		fail("a read after the O_DIRECT write returned old bytes");
+	/* Verify mode would have handed the device's bytes over a stale hit. */
+	mismatches = optional_counter("verify_mismatches") - mismatches;
+	if (mismatches)
+		fail("verify mode caught a stale copy of the page (verify_mismatches moved)");
+	printf("# dioswitch: every byte is V2, no stale copy loaded\n");
+	close(fd);
+	unlink(path);
+	free(v2);
+	return 0;
+}
+
+/*
+ * Test "diofail": pages 0 to FAIL_WRITTEN - 1 of the file are written,
+ * the rest is a hole the full file system cannot fill.
+ */
+#define FAIL_PAGES 48
+#define FAIL_WRITTEN 40
+
+/* Writes to @path until the file system is full. */
+static void fill_fs(const char *path)
+{
+	static unsigned char buf[1 << 20];
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0)
+		die(path);
+	memset(buf, 0x5a, sizeof(buf));
+	while (write(fd, buf, sizeof(buf)) > 0)
+		;
+	while (write(fd, buf, 1024) > 0)
+		;
+	if (errno != ENOSPC)
+		die("filling the file system");
+	fsync(fd);
+	close(fd);
+}
+
+static int test_dio_fail(const char *dir, const char *cg)
+{
+	size_t len = FAIL_PAGES * PAGE, last = FAIL_WRITTEN - 1;
+	unsigned char *buf = malloc(len), *dbuf;
+	unsigned long mismatches = optional_counter("verify_mismatches"), stores;
+	char path[512], filler[512], c;
+	size_t still;
+	int pfd[2], status, fd, dfd;
+	pid_t writer;
+
+	snprintf(path, sizeof(path), "%s/diofail", dir);
+	snprintf(filler, sizeof(filler), "%s/diofail.filler", dir);
+	fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
+	if (fd < 0 || !buf)
+		die(path);
+	fill(buf, 0, FAIL_WRITTEN * PAGE, 1);
+	pwrite_all(fd, buf, FAIL_WRITTEN * PAGE, 0);
+	if (ftruncate(fd, len) || fsync(fd))
+		die("ftruncate");
+	fill_fs(filler);
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		die("fadvise");
+	if (pipe(pfd))
+		die("pipe");
+	writer = fork();
+	if (writer < 0)
+		die("fork");
+	if (!writer) {
+		ssize_t n;
+
+		join_cgroup(cg);
+		dfd = open(path, O_WRONLY | O_DIRECT);
+		if (dfd < 0 || posix_memalign((void **)&dbuf, PAGE, len))
+			die("O_DIRECT open");
+		fill(dbuf, 0, len, 2);
+		if (write(pfd[1], "w", 1) != 1)
+			die("pipe");
+		n = pwrite(dfd, dbuf, len, 0);
+		if (n < 0 && errno == ENOSPC)
+			_exit(0);
+		fprintf(stderr, "%s: the O_DIRECT write returned %zd (%s), not ENOSPC\n",
+			prog, n, n < 0 ? strerror(errno) : "no error");
+		_exit(3);
+	}
+	close(pfd[1]);
+	if (read(pfd[0], &c, 1) != 1)
+		fail("the writer died before writing");
+	usleep(300 * 1000);
+	/* The write reaches the last written page last: the disk has V1. */
+	fill(buf, last * PAGE, PAGE, 1);
+	if (check_read(fd, last * PAGE, buf, PAGE, "read during the write"))
+		fail("the page read during the write is not V1: the write was not held in flight");
+	if (waitpid(writer, &status, WNOHANG) != 0)
+		fail("the write completed before the page was read");
+	if (waitpid(writer, &status, 0) != writer || !WIFEXITED(status))
+		fail("the O_DIRECT writer died");
+	if (WEXITSTATUS(status))
+		fail("the O_DIRECT write did not fail with ENOSPC part way");
+	/* Its written part is on the disk. */
+	dfd = open(path, O_RDONLY | O_DIRECT);
+	if (dfd < 0 || posix_memalign((void **)&dbuf, PAGE, FAIL_WRITTEN * PAGE) ||
+	    pread(dfd, dbuf, FAIL_WRITTEN * PAGE, 0) != (ssize_t)(FAIL_WRITTEN * PAGE))
+		die("O_DIRECT read");
+	fill(buf, 0, FAIL_WRITTEN * PAGE, 2);
+	if (memcmp(dbuf, buf, FAIL_WRITTEN * PAGE))
+		fail("the failed write's written part is not V2 on the disk");
+	close(dfd);
+	/*
+	 * The page read during the write is paged out: if it is still
+	 * cached, with V1, reclaim offers V1 to DMEM; if not, the page-out
+	 * reads V2 from the disk first.
+	 */
+	still = cached(fd, last, 1);
+	stores = page_out_all(fd, last, 1);
+	printf("# diofail: write failed with ENOSPC after its first %d pages; the page read during it %s cached after it, %lu stores on page-out\n",
+	       FAIL_WRITTEN, still ? "still" : "no longer", stores);
+	if (cached(fd, last, 1))
+		fail("the page is still cached after the page-out");
+	fill(buf, 0, FAIL_WRITTEN * PAGE, 2);
+	if (check_read(fd, last * PAGE, buf + last * PAGE, PAGE, "read after the failed write") ||
+	    check_read(fd, 0, buf, FAIL_WRITTEN * PAGE, "written part after the failed write"))
+		fail("a read after the failed O_DIRECT write returned old bytes");
+	if (optional_counter("verify_mismatches") != mismatches)
+		fail("verify mode caught a stale copy of the page (verify_mismatches moved)");
+	printf("# diofail: every byte the write put on the disk reads back\n");
+	close(fd);
+	unlink(filler);
+	unlink(path);
+	free(buf);
+	return 0;
+}
+
 static void usage(void)
 {
-	fprintf(stderr, "usage: %s dio -w CGROUP DIR | setversion DIR | hwpoison DIR | switch DIR |\n"
-		"       rt CMADIR DIR SECONDS\n",
+	fprintf(stderr, "usage: %s dio -w CGROUP DIR | dioswitch -w CGROUP -r CGROUP DIR |\n"
+		"       diofail -w CGROUP DIR |\n"
+		"       setversion DIR | hwpoison DIR | switch DIR | rt CMADIR DIR SECONDS\n",
 		prog);
 	exit(2);
 }
@@ -646,6 +956,16 @@ int main(int argc, char **argv)
 		if (argc != 5 || strcmp(argv[2], "-w"))
 			usage();
 		return test_dio(argv[4], argv[3]);
+	}
+	if (!strcmp(argv[1], "diofail")) {
+		if (argc != 5 || strcmp(argv[2], "-w"))
+			usage();
+		return test_dio_fail(argv[4], argv[3]);
+	}
+	if (!strcmp(argv[1], "dioswitch")) {
+		if (argc != 7 || strcmp(argv[2], "-w") || strcmp(argv[4], "-r"))
+			usage();
+		return test_dio_switch(argv[6], argv[3], argv[5]);
 	}
 	if (!strcmp(argv[1], "rt")) {
 		if (argc != 5 || atoi(argv[4]) <= 0)

@@ -413,6 +413,25 @@ fn failed_store_drops_stale_entry() {
     assert_eq!(d.supply().lent(), 0);
 }
 
+/// A refusal or a miss that the store's caller decides (the kernel's
+/// client, while a range fence stands) is counted as the store's own are.
+#[test]
+fn caller_refusals_and_misses_count() {
+    let d =
+        host_dmem::<FileKey, StdPlatform, _>(2, 2, 1, TableSupply::<StdPlatform>::new(2), false);
+    let before = d.stats();
+    assert_eq!(
+        d.refuse(Refusal::Superseded),
+        StoreOutcome::Refused(Refusal::Superseded)
+    );
+    d.missed();
+    let after = d.stats();
+    assert_eq!(after.refused_superseded, before.refused_superseded + 1);
+    assert_eq!(after.misses, before.misses + 1);
+    assert_eq!(after.stores, before.stores);
+    assert_eq!(after.hits, before.hits);
+}
+
 /// A store runs in reclaim, where the kernel would let an allocation take
 /// the memory reserves: its index node must not, so with only the
 /// reserves left the store is refused and nothing was taken from them.
