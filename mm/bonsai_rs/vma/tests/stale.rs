@@ -8,8 +8,7 @@ use super::{counter, new_mm, BASE, PAGES};
 use crate::vma::MAX_ATTEMPTS;
 use core::ptr::{self, NonNull};
 use kernel::{
-    bindings,
-    kunit_expect, kunit_expect_eq,
+    bindings, kunit_expect, kunit_expect_eq,
     mm::{MmWithUser, PAGE_SIZE},
     prelude::*,
 };
