@@ -270,24 +270,18 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* Pages in the O_DIRECT write of test "dio". */
-#define DIO_PAGES 32
-
-static int test_dio(const char *dir, const char *cg)
+/*
+ * Forks the O_DIRECT writer of the "dio" tests: it joins @cg, writes
+ * version 2 of the first @len bytes of @path, and returns once the child
+ * is about to write.  The child exits 0 when the write had the wanted
+ * result: all of it, or with @enospc an ENOSPC failure; 3 otherwise.
+ */
+static pid_t fork_dio_writer(const char *path, const char *cg, size_t len, int enospc)
 {
-	size_t len = DIO_PAGES * PAGE, last = DIO_PAGES - 1;
-	unsigned char *v1 = malloc(PAGE), *v2;
-	unsigned long stores;
-	char path[512];
-	int sync_pipe[2], status, fd;
-	double t0;
+	int sync_pipe[2];
 	pid_t child;
+	char c;
 
-	snprintf(path, sizeof(path), "%s/dio", dir);
-	fd = make_file(path, len, 1);
-	/* Start with nothing cached: the read below goes to the disk. */
-	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
-		die("fadvise");
 	if (pipe(sync_pipe))
 		die("pipe");
 	child = fork();
@@ -295,6 +289,7 @@ static int test_dio(const char *dir, const char *cg)
 		die("fork");
 	if (!child) {
 		unsigned char *buf;
+		ssize_t n;
 		int dfd;
 
 		join_cgroup(cg);
@@ -304,13 +299,48 @@ static int test_dio(const char *dir, const char *cg)
 		fill(buf, 0, len, 2);
 		if (write(sync_pipe[1], "w", 1) != 1)
 			die("pipe");
-		if (pwrite(dfd, buf, len, 0) != (ssize_t)len)
-			die("O_DIRECT pwrite");
-		_exit(0);
+		n = pwrite(dfd, buf, len, 0);
+		if (enospc ? n < 0 && errno == ENOSPC : n == (ssize_t)len)
+			_exit(0);
+		fprintf(stderr, "%s: the O_DIRECT write returned %zd (%s)\n", prog, n,
+			n < 0 ? strerror(errno) : "no error");
+		_exit(3);
 	}
 	close(sync_pipe[1]);
-	if (read(sync_pipe[0], path, 1) != 1)
+	if (read(sync_pipe[0], &c, 1) != 1)
 		fail("the writer died before writing");
+	close(sync_pipe[0]);
+	return child;
+}
+
+/* Waits for child @pid; fails with @what unless it exited with 0. */
+static void wait_ok(pid_t pid, const char *what)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status))
+		fail(what);
+}
+
+/* Pages in the O_DIRECT write of test "dio". */
+#define DIO_PAGES 32
+
+static int test_dio(const char *dir, const char *cg)
+{
+	size_t len = DIO_PAGES * PAGE, last = DIO_PAGES - 1;
+	unsigned char *v1 = malloc(PAGE), *v2;
+	unsigned long stores;
+	char path[512];
+	int status, fd;
+	double t0;
+	pid_t child;
+
+	snprintf(path, sizeof(path), "%s/dio", dir);
+	fd = make_file(path, len, 1);
+	/* Start with nothing cached: the read below goes to the disk. */
+	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
+		die("fadvise");
+	child = fork_dio_writer(path, cg, len, 0);
 	t0 = now();
 	/* Give the write time to be submitted and queued by the throttle. */
 	usleep(300 * 1000);
@@ -327,9 +357,7 @@ static int test_dio(const char *dir, const char *cg)
 		fail("DMEM stored nothing on MADV_PAGEOUT");
 	if (waitpid(child, &status, WNOHANG) != 0)
 		fail("the write completed before the page was paged out: not held in flight");
-	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		fail("the O_DIRECT writer failed");
+	wait_ok(child, "the O_DIRECT writer failed");
 	printf("# dio: write completed after %.2f s\n", now() - t0);
 
 	if (cached(fd, last, 1))
@@ -478,7 +506,7 @@ static int test_rt(const char *cmadir, const char *dir, int seconds)
 	struct sched_param sp = { .sched_priority = 1 };
 	char path[512], buf[64];
 	unsigned char *want;
-	int fd, afd, ffd, status;
+	int fd, afd, ffd;
 	double end;
 	pid_t child;
 	FILE *f;
@@ -534,9 +562,7 @@ static int test_rt(const char *cmadir, const char *dir, int seconds)
 	sched_setscheduler(0, SCHED_OTHER, &sp);
 	printf("# rt: allocator (SCHED_FIFO): %lu allocations of %lu pages, the slowest %.1f ms\n",
 	       allocs, area_pages, worst * 1e3);
-	if (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		fail("the copier read wrong bytes or failed");
+	wait_ok(child, "the copier read wrong bytes or failed");
 	close(fd);
 	return 0;
 }
@@ -698,7 +724,7 @@ static int test_dio_switch(const char *dir, const char *wcg, const char *rcg)
 	size_t len = SWITCH_PAGES * PAGE, last = SWITCH_PAGES - 1;
 	unsigned long offered, refused, stores, mismatches;
 	unsigned char *v2 = malloc(SWITCH_PAGES * PAGE);
-	int wpipe[2], rpipe[2], status, fd;
+	int rpipe[2], status, fd;
 	pid_t writer, reader;
 	char path[512], c;
 	double t0;
@@ -711,26 +737,8 @@ static int test_dio_switch(const char *dir, const char *wcg, const char *rcg)
 		die("fadvise");
 	mismatches = optional_counter("verify_mismatches");
 	switch_client(0);
-	if (pipe(wpipe) || pipe(rpipe))
+	if (pipe(rpipe))
 		die("pipe");
-	writer = fork();
-	if (writer < 0)
-		die("fork");
-	if (!writer) {
-		unsigned char *buf;
-		int dfd;
-
-		join_cgroup(wcg);
-		dfd = open(path, O_WRONLY | O_DIRECT);
-		if (dfd < 0 || posix_memalign((void **)&buf, PAGE, len))
-			die("O_DIRECT open");
-		fill(buf, 0, len, 2);
-		if (write(wpipe[1], "w", 1) != 1)
-			die("pipe");
-		if (pwrite(dfd, buf, len, 0) != (ssize_t)len)
-			die("O_DIRECT pwrite");
-		_exit(0);
-	}
 	reader = fork();
 	if (reader < 0)
 		die("fork");
@@ -749,9 +757,7 @@ static int test_dio_switch(const char *dir, const char *wcg, const char *rcg)
 			die("reader pread");
 		_exit(0);
 	}
-	close(wpipe[1]);
-	if (read(wpipe[0], &c, 1) != 1)
-		fail("the writer died before writing");
+	writer = fork_dio_writer(path, wcg, len, 0);
 	t0 = now();
 	usleep(300 * 1000);
 	/*
@@ -794,12 +800,8 @@ static int test_dio_switch(const char *dir, const char *wcg, const char *rcg)
 		fail("reclaim offered the page to DMEM not once");
 	if (waitpid(writer, &status, WNOHANG) != 0)
 		fail("the walk ended before the page-out: the window was not held open");
-	if (waitpid(reader, &status, 0) != reader || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		fail("the reader of page 0 failed");
-	if (waitpid(writer, &status, 0) != writer || !WIFEXITED(status) ||
-	    WEXITSTATUS(status))
-		fail("the O_DIRECT writer failed");
+	wait_ok(reader, "the reader of page 0 failed");
+	wait_ok(writer, "the O_DIRECT writer failed");
 	printf("# dioswitch: write and walk done after %.2f s\n", now() - t0);
 	if (cached(fd, last, 1))
 		fail("the page is cached after the write: the test would not read through DMEM");
@@ -849,9 +851,9 @@ static int test_dio_fail(const char *dir, const char *cg)
 	size_t len = FAIL_PAGES * PAGE, last = FAIL_WRITTEN - 1;
 	unsigned char *buf = malloc(len), *dbuf;
 	unsigned long mismatches = optional_counter("verify_mismatches"), stores;
-	char path[512], filler[512], c;
+	char path[512], filler[512];
 	size_t still;
-	int pfd[2], status, fd, dfd;
+	int status, fd, dfd;
 	pid_t writer;
 
 	snprintf(path, sizeof(path), "%s/diofail", dir);
@@ -866,31 +868,7 @@ static int test_dio_fail(const char *dir, const char *cg)
 	fill_fs(filler);
 	if (posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED))
 		die("fadvise");
-	if (pipe(pfd))
-		die("pipe");
-	writer = fork();
-	if (writer < 0)
-		die("fork");
-	if (!writer) {
-		ssize_t n;
-
-		join_cgroup(cg);
-		dfd = open(path, O_WRONLY | O_DIRECT);
-		if (dfd < 0 || posix_memalign((void **)&dbuf, PAGE, len))
-			die("O_DIRECT open");
-		fill(dbuf, 0, len, 2);
-		if (write(pfd[1], "w", 1) != 1)
-			die("pipe");
-		n = pwrite(dfd, dbuf, len, 0);
-		if (n < 0 && errno == ENOSPC)
-			_exit(0);
-		fprintf(stderr, "%s: the O_DIRECT write returned %zd (%s), not ENOSPC\n",
-			prog, n, n < 0 ? strerror(errno) : "no error");
-		_exit(3);
-	}
-	close(pfd[1]);
-	if (read(pfd[0], &c, 1) != 1)
-		fail("the writer died before writing");
+	writer = fork_dio_writer(path, cg, len, 1);
 	usleep(300 * 1000);
 	/* The write reaches the last written page last: the disk has V1. */
 	fill(buf, last * PAGE, PAGE, 1);
