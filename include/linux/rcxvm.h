@@ -68,30 +68,43 @@ static inline bool rcxvm_vma_kind(struct vm_area_struct *vma)
  * handle_mm_fault() called under the mmap lock (not the VMA lock): hold
  * the VMA's read lock for the fault, as uffd_lock_vma() does, so that
  * the fast path cannot change vm_flags and vm_page_prot while the fault
- * reads them.  Returns whether it took the lock, for rcxvm_fault_unlock().
+ * reads them.  Returns whether it took the lock, and then marks the fault
+ * FAULT_FLAG_RCXVM, so that release_fault_lock() drops the VMA's lock
+ * with the mmap lock where the fault waits for I/O without them: held
+ * across that wait, it would keep munmap(), fork() and the slow path of
+ * mprotect() of the VMA waiting on a swap-in, with the mmap lock taken
+ * for writing.
  */
 static inline bool rcxvm_fault_lock(struct vm_area_struct *vma,
-				    unsigned int flags)
+				    unsigned int *flags)
 {
 	if (!static_branch_unlikely(&rcxvm_exclusion_key) ||
-	    (flags & FAULT_FLAG_VMA_LOCK) || !rcxvm_vma_kind(vma))
+	    (*flags & FAULT_FLAG_VMA_LOCK) || !rcxvm_vma_kind(vma))
 		return false;
 	down_read(&vma->vm_lock->lock);
+	*flags |= FAULT_FLAG_RCXVM;
 	return true;
 }
 
 /*
- * The fault may have dropped the mmap lock; the VMA is still there, since
- * detaching it takes its write lock, which waits for this read lock.
- * vma_end_read(), not a bare up_read(): once the count drops, a writer may
- * detach and free the VMA, and up_read() may still touch the lock (on
- * PREEMPT_RT it takes the rwsem's wait_lock after the count dropped); the
- * RCU read lock it holds keeps the VMA until it returns.
+ * After the fault, if rcxvm_fault_lock() took the VMA's lock: drops it,
+ * unless release_fault_lock() did so with the mmap lock, which the fault
+ * tells by returning VM_FAULT_COMPLETED, or VM_FAULT_RETRY without
+ * FAULT_FLAG_RETRY_NOWAIT (the contract its callers rely on for the mmap
+ * lock); the VMA may be gone then.  Otherwise the VMA is still there,
+ * since detaching it takes its write lock, which waits for this read
+ * lock.  vma_end_read(), not a bare up_read(): once the count drops, a
+ * writer may detach and free the VMA, and up_read() may still touch the
+ * lock (on PREEMPT_RT it takes the rwsem's wait_lock after the count
+ * dropped); the RCU read lock it holds keeps the VMA until it returns.
  */
-static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held)
+static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held,
+				      vm_fault_t ret, unsigned int flags)
 {
-	if (held)
-		vma_end_read(vma);
+	if (!held || (ret & VM_FAULT_COMPLETED) ||
+	    ((ret & VM_FAULT_RETRY) && !(flags & FAULT_FLAG_RETRY_NOWAIT)))
+		return;
+	vma_end_read(vma);
 }
 
 /*
@@ -136,12 +149,13 @@ static inline int rcxvm_mprotect(unsigned long start, unsigned long end,
 }
 
 static inline bool rcxvm_fault_lock(struct vm_area_struct *vma,
-				    unsigned int flags)
+				    unsigned int *flags)
 {
 	return false;
 }
 
-static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held)
+static inline void rcxvm_fault_unlock(struct vm_area_struct *vma, bool held,
+				      vm_fault_t ret, unsigned int flags)
 {
 }
 

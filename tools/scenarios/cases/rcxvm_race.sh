@@ -29,7 +29,13 @@
 #  3. 10 s of the counters' race alone (rcxvm_race -A): two togglers
 #     that only mprotect() their VMAs back and forth, as fast as the fast
 #     path goes, beside the churner; then the counters against the maps.
-#  4. The checks can fail: rcxvm_race -C prot (one mprotect(PROT_READ)
+#  4. A fault that waits for a swap-in keeps no VMA lock (rcxvm_race
+#     -S): a swap file read at 4 KiB/s by the test's cgroup, a thread
+#     faulting a swapped-out region back in with MADV_POPULATE_READ, and
+#     fork() (which write-locks every VMA) while it waits: fork() must
+#     not wait for the swap-in (the region's resident pages unchanged
+#     across it, in two forks of three).
+#  5. The checks can fail: rcxvm_race -C prot (one mprotect(PROT_READ)
 #     skipped), -C layout (one call replayed wrong), -C byte (a byte
 #     flipped) and -C accounting (4 kB more in the maps' data sum) must
 #     each exit 1 saying why.
@@ -81,6 +87,16 @@ flips() {
 accounting_result() {
 	if [ "$2" -eq 0 ] && grep -q '^RCXVM-ACCOUNTING .* failures=0' "$1"; then
 		grep -E '^(accounting|RCXVM-ACCOUNTING)' "$1"
+		return 0
+	fi
+	head -c 3000 "$1"
+	return 1
+}
+
+# swapin_result OUT RC: rcxvm_race -S (output in OUT) exited RC = 0.
+swapin_result() {
+	if [ "$2" -eq 0 ] && grep -q '^RCXVM-SWAPIN .* failures=0' "$1"; then
+		grep -E '^(swapin|RCXVM-SWAPIN)' "$1"
 		return 0
 	fi
 	head -c 3000 "$1"
@@ -139,7 +155,30 @@ log "phase 3 at $(uptime_s) s: $ACCT_S s of the counters' race, tight"
 rcxvm_race -A -n 2 -t $ACCT_S >/tmp/acct.out 2>&1
 check accounting_race accounting_result /tmp/acct.out $?
 
-log "phase 4 at $(uptime_s) s: the checks catch a missed protection, a wrong layout, a wrong byte and wrong counters"
+log "phase 4 at $(uptime_s) s: a fault that waits for a swap-in keeps no VMA lock"
+# A swap file on the ext4 disk, read one page at a time at 4 KiB/s by
+# the test's cgroup once its region is swapped out (rcxvm_race -S sets
+# the throttle): each swap-in takes about 1 s.
+CG=/sys/fs/cgroup
+mkdir -p $CG
+grep -q " $CG cgroup2" /proc/mounts || mount -t cgroup2 none $CG
+echo "+io +memory" > $CG/cgroup.subtree_control
+mkdir -p $CG/swapslow
+dd if=/dev/zero of=$MNT/swapfile bs=1M count=16 2>/dev/null
+chmod 600 $MNT/swapfile
+mkswap $MNT/swapfile >/dev/null
+check swapfile_on swapon $MNT/swapfile
+cluster=$(cat /proc/sys/vm/page-cluster)
+echo 0 >/proc/sys/vm/page-cluster
+sh -c 'echo $$ > "$0/cgroup.procs" && exec rcxvm_race -S "$1"' $CG/swapslow \
+	"$(cat /sys/block/vda/dev)" >/tmp/swapin.out 2>&1
+check swapin_keeps_no_vma_lock swapin_result /tmp/swapin.out $?
+echo "$(cat /sys/block/vda/dev) rbps=max" > $CG/swapslow/io.max
+echo "$cluster" >/proc/sys/vm/page-cluster
+swapoff $MNT/swapfile
+rm -f $MNT/swapfile
+
+log "phase 5 at $(uptime_s) s: the checks catch a missed protection, a wrong layout, a wrong byte and wrong counters"
 check catches_prot must_fail prot
 check catches_layout must_fail layout
 check catches_byte must_fail byte

@@ -45,9 +45,12 @@
  * mprotect() their VMA back and forth, beside the churner, for -t s, then
  * the counters' check ("RCXVM-ACCOUNTING key=value ...").
  *
+ * With -S only the swap-in check runs (see swapin_fork()).
+ *
  * Prints "RCXVM-RACE key=value ..." and exits 0 when every check held,
  * 1 otherwise (each failure is printed with MISMATCH, VIOLATION,
- * LAYOUT, LIVELOCK, ACCOUNTING or UNEXPECTED SIG), 2 on a usage error.
+ * LAYOUT, LIVELOCK, ACCOUNTING, SWAPWAIT or UNEXPECTED SIG), 2 on a usage
+ * error.
  * -C MODE breaks one thing on purpose, to show that the checks catch it:
  * "prot" makes a toggler skip one mprotect(PROT_READ) (the prober or its
  * own write must report a violation), "layout" drops one call from the
@@ -105,6 +108,7 @@ static _Atomic unsigned long probes, probe_faults, gup_calls, gup_ok,
 	gup_efault, gup_progress, forks, maps, zaps, own_faults, churns,
 	tight_toggles;
 static pthread_t gup_tid;
+static atomic_int sw_tid;
 
 static __thread sigjmp_buf probe_env;
 static __thread volatile int probing;
@@ -590,24 +594,177 @@ static int accounting_race(void)
 	return atomic_load(&failures) ? 1 : 0;
 }
 
+/*
+ * -S MAJ:MIN: a fault that waits for a swap-in must not keep its VMA
+ * locked.  The caller runs this in a cgroup of its own (io and memory
+ * controllers on), with swap on device MAJ:MIN and vm.page-cluster 0
+ * (one page per read).  A region is written and paged out, then the
+ * cgroup's io.max lets it read the device at 4 KiB/s; a thread faults it back in with
+ * MADV_POPULATE_READ (GUP, which lets the fault drop the mmap lock while
+ * it waits); while that thread waits on a folio (its wchan), fork()
+ * write-locks every VMA of the process.  fork() must not wait for the
+ * swap-in: the pages resident in the region must be as many after it as
+ * before it.  Three forks; a swap-in may complete during one of them by
+ * chance, so two must see no change.
+ */
+#define SW_PAGES 8
+
+static unsigned char *sw_region;
+static atomic_int sw_done;
+
+static void *sw_populate(void *arg)
+{
+	(void)arg;
+	atomic_store(&sw_tid, gettid());
+	if (madvise(sw_region, SW_PAGES * PAGE, MADV_POPULATE_READ))
+		fail("MISMATCH swap-in: MADV_POPULATE_READ: %s\n", strerror(errno));
+	atomic_store(&sw_done, 1);
+	return NULL;
+}
+
+static int sw_resident(void)
+{
+	unsigned char vec[SW_PAGES];
+	int n = 0;
+
+	if (mincore(sw_region, SW_PAGES * PAGE, vec))
+		return -1;
+	for (int i = 0; i < SW_PAGES; i++)
+		n += vec[i] & 1;
+	return n;
+}
+
+static int sw_waits_on_folio(void)
+{
+	char path[64], buf[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", atomic_load(&sw_tid));
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strstr(buf, "folio") != NULL;
+}
+
+/* Writes @val to @file of this process's cgroup (cgroup v2). */
+static int sw_cgroup_write(const char *file, const char *val)
+{
+	char cg[256], path[512];
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	int fd, ok;
+
+	if (!f || !fgets(cg, sizeof(cg), f) || strncmp(cg, "0::", 3)) {
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	fclose(f);
+	cg[strcspn(cg, "\n")] = 0;
+	snprintf(path, sizeof(path), "/sys/fs/cgroup%s/%s", cg + 3, file);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -1;
+	ok = write(fd, val, strlen(val)) == (ssize_t)strlen(val);
+	close(fd);
+	return ok ? 0 : -1;
+}
+
+static int swapin_fork(const char *dev)
+{
+	int unchanged = 0, forks = 0, before, after;
+	char throttle[64];
+	unsigned long t0;
+	pthread_t th;
+
+	sw_region = map_isolated(SW_PAGES);
+	fill(sw_region, 0, SW_PAGES * PAGE, 5);
+	/*
+	 * Paged out and, once written, out of the swap cache too (which
+	 * mincore() counts as resident, and which a fault takes without I/O):
+	 * memory.reclaim frees what MADV_PAGEOUT left there.
+	 */
+	for (int i = 0; i < 50 && sw_resident() != 0; i++) {
+		madvise(sw_region, SW_PAGES * PAGE, MADV_PAGEOUT);
+		usleep(50000);
+		sw_cgroup_write("memory.reclaim", "64K");
+	}
+	if (sw_resident() != 0) {
+		fail("MISMATCH swap-in: %d of %d pages still resident after MADV_PAGEOUT and memory.reclaim (no swap?)\n",
+		     sw_resident(), SW_PAGES);
+		return 1;
+	}
+	/* From now on this cgroup reads the swap device at 4 KiB/s. */
+	snprintf(throttle, sizeof(throttle), "%s rbps=4096", dev);
+	if (sw_cgroup_write("io.max", throttle)) {
+		fail("MISMATCH swap-in: cannot throttle reads of %s\n", dev);
+		return 1;
+	}
+	pthread_create(&th, NULL, sw_populate, NULL);
+	t0 = now_ms();
+	while (forks < 3 && !atomic_load(&sw_done) && now_ms() - t0 < 60000) {
+		pid_t child;
+
+		if (!atomic_load(&sw_tid) || !sw_waits_on_folio()) {
+			usleep(5000);
+			continue;
+		}
+		before = sw_resident();
+		child = fork();
+		if (child == 0)
+			_exit(0);
+		after = sw_resident();
+		if (child < 0) {
+			fail("MISMATCH swap-in: fork: %s\n", strerror(errno));
+			break;
+		}
+		waitpid(child, NULL, 0);
+		printf("swapin: fork %d: %d pages resident before, %d after\n", forks, before, after);
+		unchanged += after == before;
+		forks++;
+		usleep(20000);
+	}
+	pthread_join(th, NULL);
+	snprintf(throttle, sizeof(throttle), "%s rbps=max", dev);
+	sw_cgroup_write("io.max", throttle);
+	if (check_bytes(sw_region, SW_PAGES * PAGE, 5, "swapped-in region"))
+		return 1;
+	if (forks < 3)
+		fail("MISMATCH swap-in: only %d forks while the fault waited (the swap-in was not slow)\n",
+		     forks);
+	else if (unchanged < 2)
+		fail("SWAPWAIT fork() waited for a swap-in in %d of 3 forks: the fault kept its VMA locked\n",
+		     3 - unchanged);
+	printf("RCXVM-SWAPIN forks=%d unchanged=%d failures=%d\n", forks, unchanged,
+	       atomic_load(&failures));
+	return atomic_load(&failures) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	pthread_t th[32];
 	int nth = 0, opt, fd, accounting_only = 0;
+	const char *swapin_dev = NULL;
 	unsigned long last = 0, stall = 0, calls = 0, t0;
 	struct sigaction sa = { 0 };
 	unsigned char *buf;
 
-	while ((opt = getopt(argc, argv, "n:l:t:f:C:A")) != -1) {
+	while ((opt = getopt(argc, argv, "n:l:t:f:C:AS:")) != -1) {
 		switch (opt) {
 		case 'A': accounting_only = 1; break;
+		case 'S': swapin_dev = optarg; break;
 		case 'n': ntog = atoi(optarg); break;
 		case 'l': nlay = atoi(optarg); break;
 		case 't': secs = atoi(optarg); break;
 		case 'f': file = optarg; break;
 		case 'C': breakmode = optarg; break;
 		default:
-			fprintf(stderr, "usage: %s [-A] [-n togglers] [-l layout threads] [-t s] [-f file] [-C prot|layout|byte|accounting]\n",
+			fprintf(stderr, "usage: %s [-A|-S MAJ:MIN] [-n togglers] [-l layout threads] [-t s] [-f file] [-C prot|layout|byte|accounting]\n",
 				argv[0]);
 			return 2;
 		}
@@ -616,6 +773,8 @@ int main(int argc, char **argv)
 		return 2;
 	if (accounting_only)
 		return accounting_race();
+	if (swapin_dev)
+		return swapin_fork(swapin_dev);
 	sa.sa_sigaction = on_signal;
 	sa.sa_flags = SA_SIGINFO | SA_NODEFER;
 	sigaction(SIGSEGV, &sa, NULL);
