@@ -96,7 +96,8 @@ accounting_result() {
 # swapin_result OUT RC: rcxvm_race -S (output in OUT) exited RC = 0.
 swapin_result() {
 	if [ "$2" -eq 0 ] && grep -q '^RCXVM-SWAPIN .* failures=0' "$1"; then
-		grep -E '^(swapin|RCXVM-SWAPIN)' "$1"
+		grep '^RCXVM-SWAPIN' "$1"
+		grep '^swapin' "$1"
 		return 0
 	fi
 	head -c 3000 "$1"
