@@ -1,5 +1,5 @@
 # shellcheck shell=dash
-# description: the kernel's THP selftests (khugepaged, cow, split_huge_page, transhuge-stress) pass the same with memory fragmented and GCMA's THP fallback on as without
+# description: the kernel's THP selftests (khugepaged, cow, split_huge_page, transhuge-stress) pass the same with memory fragmented and GCMA's THP fallback on as without; the Bonsai VMA index (crosscheck on) and RCXVM's fast path are on in both rounds
 # duration: 150
 # append: gcma=1280M:thp gcma.thp_mode=never
 # append: rcupdate.rcu_cpu_stall_suppress_at_boot=1 nokaslr
@@ -228,6 +228,21 @@ else
 	check thp_area expect_exists "${area:-/sys/kernel/mm/gcma/<THP area>}"
 	check mode_never expect_file_contains $T/mode '\[never\]'
 
+	# The THP tests of run_vmtests.sh run here only, not also in
+	# bonsai_vma_selftests: both rounds run with the Bonsai VMA index,
+	# its crosscheck (every lookup compared with the maple tree) and
+	# RCXVM's fast path on, as that scenario's tests do, and the same
+	# index counters are checked at the end.  The counters are read
+	# before the switches, as there.
+	check bonsai_vma_files bonsai_vma_files
+	[ "$BONSAI_VMA" = 1 ] && c1=$(bonsai_vma_counters)
+	[ -d "$RCXVM_DBG" ] && r1=$(rcxvm_counters)
+	if [ "$BONSAI_VMA" = 1 ]; then
+		check index_on bonsai_vma_set enabled 1
+		check crosscheck_on bonsai_vma_set crosscheck 1
+	fi
+	[ -w "$RCXVM_SYS/enabled" ] && check rcxvm_on rcxvm_set 1
+
 	# cow's hugetlb cases need two free huge pages; they need whole
 	# 2 MiB blocks, so they are reserved before fragmenting.  So does
 	# the huge zero page its three huge zero page cases map, which GCMA
@@ -291,6 +306,16 @@ else
 	fi
 	log "run with the fallback only (clean runs): $(selftest_tags_except "$TESTS" "$again")"
 	selftest_catches_difference $OUT/fallback "${TESTS%%:*}"
+	[ -d "$RCXVM_DBG" ] && log "RCXVM counters changed over the rounds: $(bonsai_vma_delta "$r1" "$(rcxvm_counters)")"
+	if [ "$BONSAI_VMA" = 1 ]; then
+		c2=$(bonsai_vma_counters)
+		log "Bonsai VMA counters changed over the rounds: $(bonsai_vma_delta "$c1" "$c2")"
+		check index_lookups_grew expect_gt "$(kv lookups "$c2")" "$(kv lookups "$c1")"
+		check index_hits_grew expect_gt "$(kv hits "$c2")" "$(kv hits "$c1")"
+		check crosscheck_ran expect_gt "$(kv crosscheck_checked "$c2")" "$(kv crosscheck_checked "$c1")"
+		check crosscheck_diffs expect_eq "$(kv crosscheck_diffs "$c2")" 0
+		check index_dropped expect_eq "$(kv index_dropped "$c2")" 0
+	fi
 	swapoff /dev/vda
 	log "done at $(uptime_s) s"
 fi
