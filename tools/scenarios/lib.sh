@@ -382,6 +382,65 @@ selftest_skips() {
 		sort | uniq -c
 }
 
+# proc_tree PID: PID and every process descended from it, one per line
+# (parents found through field 4 of /proc/N/stat).
+proc_tree() {
+	cat /proc/[0-9]*/stat 2>/dev/null | awk -v root="$1" '
+	{ sub(/ \(.*\) /, " comm "); parent[$1] = $4 }
+	END {
+		for (p in parent)
+			for (q = p; q != "" && q > 1; q = parent[q])
+				if (q == root) { print p; break }
+	}'
+}
+
+# dump_tasks PID...: state, wait channel and kernel stack of every
+# thread of the processes PID..., at most 300 lines: what a hung test
+# waits for.
+dump_tasks() {
+	local p t
+	for p in "$@"; do
+		for t in /proc/"$p"/task/*; do
+			[ -r "$t/stat" ] || continue
+			echo "-- pid $p tid ${t##*/} $(cat "$t/comm" 2>/dev/null):" \
+				"$(sed -n 's/^State:[[:space:]]*//p' "$t/status" 2>/dev/null)," \
+				"wchan $(cat "$t/wchan" 2>/dev/null)"
+			sed 's/^/   /' "$t/stack" 2>/dev/null
+		done
+	done | head -n 300
+}
+
+# run_watched SECONDS CMD...: run CMD in /tmp (output as this function's),
+# its exit status as the function's.  A CMD still running after SECONDS
+# is killed with its descendants (status 137), after dump_tasks has
+# printed what each of them was doing (also on the console): a hung
+# selftest then fails its check with the kernel's side of the hang in
+# the log, instead of holding the scenario until its timeout.  The
+# watchdog is a second job, so that CMD's end is seen at once.
+run_watched() {
+	local secs pid dog rc
+	secs=$1
+	shift
+	(cd /tmp && exec "$@") &
+	pid=$!
+	(
+		sleep "$secs"
+		kill -0 "$pid" 2>/dev/null || exit 0
+		echo "run_watched: $* still running after $secs s; its tasks:"
+		# shellcheck disable=SC2046 # a list of pids
+		dump_tasks $(proc_tree "$pid") | tee /dev/console
+		# shellcheck disable=SC2046
+		kill -KILL $(proc_tree "$pid") 2>/dev/null
+	) >&2 &
+	dog=$!
+	wait "$pid"
+	rc=$?
+	# shellcheck disable=SC2046 # the watchdog and its sleep
+	kill $(proc_tree "$dog") "$dog" 2>/dev/null
+	wait "$dog" 2>/dev/null
+	return $rc
+}
+
 # selftest_run DIR TAG SECONDS CMD...: run one selftest in /tmp, killed
 # after SECONDS; its output goes to DIR/TAG.out and "pass=P fail=F
 # skip=S rc=R" to DIR/TAG.sum.  Prints that summary, the time taken and
@@ -393,7 +452,7 @@ selftest_run() {
 	shift 3
 	mkdir -p "$dir"
 	t0=$(date +%s)
-	(cd /tmp && timeout -s KILL "$secs" "$@") >"$dir/$tag.out" 2>&1
+	run_watched "$secs" "$@" >"$dir/$tag.out" 2>&1
 	rc=$?
 	sum="$(selftest_summary "$dir/$tag.out" "$rc") rc=$rc"
 	echo "$sum" >"$dir/$tag.sum"
