@@ -62,21 +62,27 @@ scenarios() {
 		--scenario all --jobs auto --log-dir "$RSMM_BUILD/scenario-logs"
 }
 
-# The host tier is mostly cargo compiling, and the KUnit kernel build has
-# long single-threaded stretches (each Rust crate is one rustc), so the
-# host tier runs beside the build; its output is printed once it is done,
-# not interleaved.  It runs as SCHED_IDLE (chrt -i 0), on the CPU time the
-# build leaves idle: the scenarios wait for the kernel, not for it.  At
-# the default priority it took half of the CPU from the tree's
-# preparation and the build (a cold run: 112 s to prepare the tree, 33 s
-# alone, and 480 s to build, 360 s alone); at nice 10, CFS still gave it
-# a tenth of a busy CPU.  The cold build line with the host tier and the
-# initramfs beside it, same machine, one run each (2026-11-27): nice 10,
-# tree 34 s and build 436 s, host tier done at 239 s; SCHED_IDLE, 28 s
-# and 422 s, host tier done at 265 s, well before the kernel either way
-# (it needs about 124 CPU seconds cold).  Once the kernel is built, the scenarios boot it, as
-# many guests at once as the host has CPUs (a TCG guest keeps about 1.1
-# of two host CPUs busy, its vCPUs waiting on disks, timers and sleeps).
+# The order of the work on a 2-CPU host, cold (empty ccache), and the
+# measurements behind it:
+# - The kernel build is C-compile bound and keeps both CPUs busy (the
+#   cold run's object timestamps show no serial Rust stretch).  Beside it
+#   run only the tree's other users that the scenarios need first: the
+#   initramfs images, as SCHED_IDLE (see below).
+# - The host tier (about 124 CPU seconds cold, mostly cargo compiling)
+#   runs once the kernel is built, at nice 19, beside the scenarios.  The
+#   guests leave CPU time idle, their vCPUs waiting on disks, timers and
+#   sleeps (cold13's scenario tier: 1,273 CPU-s in 712 s, 1.79 of 2
+#   CPUs), and a nice-19 compile loop beside three scenarios did not slow
+#   them (213 s alone, 208 s beside).  Beside the build, even as
+#   SCHED_IDLE, it took the build from 339 s alone to 422 s (at nice 10,
+#   436 s), and the build is what the first boot waits for.  Started
+#   after the build, it also finds the configured tree whose constants
+#   its crates check (tools/host/build-support/kernel_config.rs); started
+#   with the build, it fell back to x86-64's defaults in every
+#   clean-clone run, with a warning.
+# - Once the kernel is built, the scenarios boot it, as many guests at
+#   once as the host has CPUs (a TCG guest keeps about 1.1 of two host
+#   CPUs busy).
 # The KUnit suites boot as two of those scenarios: kunit_kmemleak runs
 # every suite at boot with kmemleak on (and then scans for leaks), and
 # kunit_rcx_smp4 the RCX stress suite again with four vCPUs.  The KUnit
@@ -86,6 +92,7 @@ scenarios() {
 # same cases and kernel, and the KUnit runner's arguments (see each
 # scenario's header).  Its time is that of the parse; the boots count in
 # the scenario tier's.
+# The host tier's output is printed once it is done, not interleaved.
 # Each scenario's report is printed whole when it ends.  The build's time
 # is printed on a line of its own.
 mkdir -p "$RSMM_BUILD"
@@ -93,8 +100,6 @@ mkdir -p "$RSMM_BUILD"
 # chrt would run nothing: nice 19 is the nearest then.
 idle=(chrt -i 0)
 "${idle[@]}" true 2>/dev/null || idle=(nice -n 19)
-tier host "${idle[@]}" tools/build/host-test.sh >"$RSMM_BUILD/test-host.out" 2>&1 &
-host_pid=$!
 rm -f "$RSMM_BUILD/kunit/.rsmm-build-ok"
 echo "=== build: tools/kunit/run.sh --build-only"
 build_start=$(date +%s)
@@ -104,8 +109,8 @@ build_rc=0
 # depend on the kernel: they are built beside the kernel build, not
 # before the first boot.  So the tree is prepared first (run.sh then
 # finds it up to date); a failure shows again in run.sh and run.py.
-# They build as SCHED_IDLE, as the host tier does: about 16 CPU seconds
-# that must be done when the kernel is, not before.
+# They build as SCHED_IDLE: about 16 CPU seconds that must be done when
+# the kernel is, not before.
 initramfs_pid=
 if python3 tools/build/tree.py prepare 2>&1 | tee "$RSMM_BUILD/test-build.log"; then
 	"${idle[@]}" python3 tools/scenarios/run.py --initramfs-only --scenario all \
@@ -124,11 +129,14 @@ build_secs=$(($(date +%s) - build_start))
 # busy for the whole of make test either way (190% in the cold run), so
 # this moves arm64's work after the x86 tiers rather than adding any.
 # It starts once the initramfs is done: that build is SCHED_IDLE, below
-# nice 19, and the scenarios need it first.
+# nice 19, and the scenarios need it first.  The host tier starts with
+# it, also at nice 19 (see the top of this file).
 if [ -n "$initramfs_pid" ]; then
 	wait "$initramfs_pid" || echo "build: the scenarios' initramfs did not build" \
 		"(see $RSMM_BUILD/test-initramfs.log); the scenario tier tries again"
 fi
+tier host nice -n 19 tools/build/host-test.sh >"$RSMM_BUILD/test-host.out" 2>&1 &
+host_pid=$!
 nice -n 19 tools/arm64/run.sh --build-only --no-prepare >"$RSMM_BUILD/test-arm64-build.log" 2>&1 &
 arm64_build_pid=$!
 kunit_logs=("$RSMM_BUILD/scenario-logs/kunit_kmemleak.log"
