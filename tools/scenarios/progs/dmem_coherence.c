@@ -93,6 +93,7 @@
 #include <unistd.h>
 
 #include "pattern.h"
+#include "wchan.h"
 
 #define PAGE 4096UL
 #define DMEM "/sys/kernel/mm/gcma/dmem/file/"
@@ -688,20 +689,10 @@ static int test_switch(const char *dir)
 /* Whether task @pid sleeps waiting for a folio (its lock, here). */
 static int waits_on_folio(pid_t pid)
 {
-	char path[64], buf[128];
-	ssize_t n;
-	int fd;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/wchan", pid);
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strstr(buf, "folio") != NULL;
+	return wchan_has(path, "folio");
 }
 
 /*

@@ -76,6 +76,7 @@
 #include <unistd.h>
 
 #include "pattern.h"
+#include "wchan.h"
 
 #define PAGE		4096UL
 #define TPAGES		4
@@ -636,20 +637,10 @@ static int sw_resident(void)
 
 static int sw_waits_on_folio(void)
 {
-	char path[64], buf[128];
-	ssize_t n;
-	int fd;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/wchan", atomic_load(&sw_tid));
-	fd = open(path, O_RDONLY);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strstr(buf, "folio") != NULL;
+	return wchan_has(path, "folio");
 }
 
 /* Writes @val to @file of this process's cgroup (cgroup v2). */
