@@ -119,12 +119,17 @@ huge=$(f huge_in_area /tmp/b1)
 log "fallback: $(cat /tmp/b1)"
 check fallback_huge expect_ge "$huge" $((MIB * 95 / 200))
 check fallback_coverage expect_ge "$(f coverage_permille /tmp/b1)" 950
-# The buddy allocator had no free 2 MiB block when the run started, but
-# reclaim or compaction may free one meanwhile (CI once saw 31 of 32 huge
-# pages in the area): at most one may come from the buddy allocator.
+# The pinned pages leave the buddy allocator almost no free 2 MiB block,
+# but memory freed since the fragmenter ran can make a few: the
+# mode-never run just before measured them (it got $never_huge huge
+# pages), and its own huge page went back when it exited.  So the buddy
+# allocator may give that many, and one more freed meanwhile (CI saw 31
+# of 32 huge pages in the area once, and 30 once, after a never run that
+# got one); every other huge page must come from the area.
+never_huge=$(f huge_regions /tmp/n1)
 buddy_huge=$(($(f huge_regions /tmp/b1) - huge))
-log "fallback: $buddy_huge huge page(s) from the buddy allocator"
-check fallback_all_in_area expect_le "$buddy_huge" 1
+log "fallback: $buddy_huge huge page(s) from the buddy allocator (mode never got $never_huge)"
+check fallback_all_in_area expect_le "$buddy_huge" $((never_huge + 1))
 check fallback_alloc_count expect_eq "$(tstat fault_alloc)" $((a0 + huge))
 check fallback_area_pages expect_eq "$(used)" $((512 * huge))
 check fallback_pages_in_area expect_eq "$(f area_pages /tmp/b1)" $((512 * huge))
