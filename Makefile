@@ -35,7 +35,7 @@ setup:
 	@tools/build/setup.sh
 
 prepare: setup
-	@python3 tools/build/tree.py prepare
+	@python3 tools/build/tree.py prepare --git
 
 kunit: setup
 	@tools/kunit/run.sh $(FILTER)
