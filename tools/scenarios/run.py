@@ -120,7 +120,7 @@ UAPI_INPUTS = ["include/uapi", "arch/x86/include/uapi", "arch/x86/entry/syscalls
                "scripts/headers_install.sh", "scripts/Makefile.asm-headers",
                "scripts/syscallhdr.sh", "scripts/unifdef.c", "Makefile"]
 
-DEFAULTS = {"smp": 2, "numa": 2, "mem": "1G", "timeout": 300}
+DEFAULTS = {"smp": 2, "numa": 2, "mem": "1G", "timeout": 300, "tcg": "multi"}
 MAX_SMP = 64
 MIN_NODE_MIB = 64
 MAX_MEM_MIB = 64 * 1024
@@ -202,7 +202,27 @@ Q35_MAX_MIB = 2816
 HEADER_RE = re.compile(r"^#\s*([a-z][a-z-]*)\s*:\s*(.*?)\s*$")
 LIST_KEYS = {"append", "disk", "qemu", "allow-splat"}
 SCALAR_KEYS = {"smp", "numa", "mem", "timeout", "description", "group", "selftests",
-               "duration", "arch", "dtsi", "machine"}
+               "duration", "arch", "dtsi", "machine", "tcg"}
+# "# tcg:" (and --tcg): how QEMU's TCG runs a guest's vCPUs.  multi (the
+# default, MTTCG) gives each vCPU a host thread, so that the guest's
+# threads really run at the same time: every scenario whose point is a
+# race keeps it.  single runs all vCPUs on one host thread, in turns
+# (QEMU switches at a halt, a PAUSE, an exception or every 100 ms).  On
+# a host with fewer CPUs than vCPUs wanting one, multi loses host CPU
+# time to vCPUs that spin waiting for a descheduled one (an IPI's
+# acknowledgement, a lock), and single does not: two boots at a time on
+# this 2-CPU host, each pair in the same session, alternating
+# (2026-11-27):
+#   gcma_dmem_file, gcma_thp_free, gcma_page_state, gcma_cma:
+#     196 and 192 CPU-s multi, 166 and 165 single;
+#   bonsai_vma_selftests 180 CPU-s multi, 136 single; gcma_thp_fault 36,
+#     32; gcma_thp_selftests 89, 87; gcma_thp_khugepaged 26, 25;
+#     gcma_dmem_swap 57, 61;
+#   gcma_thp_numa, gcma_debug_pages, gcma_dma, gcma_bad_page,
+#     gcma_badparam, boot_smoke, demo: 93 CPU-s multi, 85 single.
+# A scenario that checks behaviour, not a race, and gains from it says
+# "# tcg: single" (README.md lists them); the others stay multi.
+TCG_MODES = ("multi", "single")
 
 # --jobs auto: one boot per host CPU (a TCG guest of 2 vCPUs kept 1.1 of
 # this 2-core host's CPUs busy on average, its vCPUs idle at times), as
@@ -303,6 +323,9 @@ class Scenario:
         if self.meta.get("machine", "q35") not in ("q35", "pc"):
             raise UsageError("%s: header: machine: %r (q35 or pc)"
                              % (self.path, self.meta["machine"]))
+        if self.meta.get("tcg", "multi") not in TCG_MODES:
+            raise UsageError("%s: header: tcg: %r (multi or single)"
+                             % (self.path, self.meta["tcg"]))
         try:
             if "mem" in self.meta:
                 parse_size_mib(self.meta["mem"], "mem")
@@ -346,6 +369,7 @@ class Config:
         self.numa = parse_int(pick("numa"), "--numa", 1, MAX_SMP)
         self.mem_mib = parse_size_mib(pick("mem"), "--mem")
         self.timeout = parse_int(pick("timeout"), "--timeout", 1, 24 * 3600)
+        self.tcg = pick("tcg")
         disks = args.disk if args.disk else sc.meta["disk"]
         self.disks = [parse_disk(d, "--disk") for d in disks]
         self.disks_mib = [mib for mib, _ in self.disks]
@@ -378,9 +402,17 @@ class Config:
         if self.disks_mib:
             s += " disks=" + ",".join("%dM" % d + (":" + fs if fs else "")
                                       for d, fs in self.disks)
+        if self.tcg != "multi":
+            s += " tcg=%s" % self.tcg
         if self.append:
             s += " append=%r" % " ".join(self.append)
         return s
+
+    def accel(self):
+        """QEMU's -accel for the guest: one host thread per vCPU (TCG's
+        default, MTTCG), or with tcg single all vCPUs taking turns on one
+        host thread (see TCG_MODES' comment)."""
+        return [] if self.tcg == "multi" else ["-accel", "tcg,thread=single"]
 
 
 # -------------------------------------------------------------- initramfs
@@ -879,7 +911,7 @@ def qemu_command_arm64(kernel, initrd, cfg, sc, disk_paths, proto_path, dtb):
     # The PL011 (stdio) is the kernel console; the scenario's protocol goes
     # to a virtio console (hvc0, init.sh), written to proto_path.
     cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot"]
-    cmd += ARM64_MACHINE + ["-smp", str(cfg.smp), "-m", "%dM" % cfg.mem_mib,
+    cmd += ARM64_MACHINE + cfg.accel() + ["-smp", str(cfg.smp), "-m", "%dM" % cfg.mem_mib,
                             "-serial", "stdio", "-monitor", "none",
                             "-device", "virtio-serial-device",
                             "-chardev", "file,id=scn,path=%s" % proto_path,
@@ -925,7 +957,7 @@ def qemu_command(kernel, initrd, cfg, sc, disk_paths, proto_path):
     # then prints "can't find IRQ for PCI INT A" once per device.
     machine = sc.meta.get("machine") or ("q35" if cfg.mem_mib <= Q35_MAX_MIB else "pc")
     cmd = [QEMU, "-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-           "-machine", machine,
+           "-machine", machine] + cfg.accel() + [
            "-smp", smp_topology(cfg.smp, cfg.numa), "-m", "%dM" % cfg.mem_mib,
            "-serial", "stdio", "-serial", "file:%s" % proto_path,
            "-monitor", "none"]
@@ -1299,6 +1331,9 @@ def parse_args(argv):
     ap.add_argument("--log-dir", metavar="DIR",
                     help="write <scenario>.log console logs here "
                          "(default build/scenarios/logs)")
+    ap.add_argument("--tcg", choices=TCG_MODES,
+                    help="TCG's threading for every guest, whatever the scenario's '# tcg:' "
+                         "header says (default: the header's, else multi)")
     ap.add_argument("--qemu-arg", metavar="ARG", action="append",
                     help="extra QEMU argument (repeatable)")
     ap.add_argument("--allow-splat", metavar="REGEX", action="append",
@@ -1569,6 +1604,18 @@ def self_test():
         checks.append(tails_for(2, 14 * 1024) == 1)
         checks.append(tails_for(2, 8 * 1024) == 0)
         checks.append(tails_for(1, 64 * 1024) == 0)
+        # "# tcg:": the header's mode, --tcg over it, anything else refused.
+        single = case("single", "# tcg: single\n")
+        checks.append(Config(single, parse_args([])).accel() == ["-accel", "tcg,thread=single"])
+        checks.append(Config(short, parse_args([])).accel() == [])
+        checks.append(Config(single, parse_args(["--tcg", "multi"])).accel() == [])
+        checks.append(Config(short, parse_args(["--tcg", "single"])).accel()
+                      == ["-accel", "tcg,thread=single"])
+        try:
+            case("bad_tcg", "# tcg: mttcg\n")
+            checks.append(False)
+        except UsageError:
+            checks.append(True)
 
         # The scheduler: longest first, every scenario once, verdicts
         # counted, at most `jobs` running at a time.  "unknown" stalls

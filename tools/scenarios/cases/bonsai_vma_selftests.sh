@@ -1,11 +1,19 @@
 # shellcheck shell=dash
 # description: the kernel's mm selftests of VMA changes give the same results with the Bonsai VMA index and RCXVM's fast path off and on (crosscheck on); the index was used and never disagreed with the maple tree
 # duration: 220
+# tcg: single
 # mem: 2G
 # disk: 128M
 # timeout: 1200
 # machine: pc
 # selftests: mm
+#
+# tcg single (run.py's TCG_MODES): the vCPUs take turns on one host
+# thread, which cut this scenario from 180 to 136 CPU-s beside another
+# boot (its multi-threaded tests spin less).  What it checks is the
+# selftests' results, with and without the index; faults racing VMA
+# changes on vCPUs that run at the same time are bonsai_vma_race's and
+# rcxvm_race's, which stay on MTTCG.
 #
 # migration-2s runs without its case shared_anon_htlb (-T).  That case
 # fails under TCG whenever the reader process's vCPU is held off the

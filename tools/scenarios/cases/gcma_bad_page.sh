@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: lent pages the page allocator's free steps find in a bad state are retired and counted in bad_pages, neither handed to an allocation nor kept lent, and the private field of one someone still references is left alone (the KUnit suite gcma_bad_page, run at boot, makes them so; the free steps' "Bad page state" reports are expected)
 # duration: 30
+# tcg: single
 # append: kunit.enable=1 kunit.filter_glob=gcma_bad_page gcma_test.bad_pages gcma=16M
 # allow-splat: BUG: Bad page state in process kunit_try_catch
 # timeout: 300

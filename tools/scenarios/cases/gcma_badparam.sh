@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: invalid or impossible gcma= values are rejected with a reason, boot continues; the DMEM boot switches: a valid value switches its client off at boot, a malformed one is refused with its reason and changes nothing
 # duration: 30
+# tcg: single
 # append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma=16M@ gcma=@16M gcma.dma_cma=yes- gcma.dma_cma=0x1 gcma.thp_mode=sometimes
 # append: gcma.dmem_swap=off gcma.dmem_file=0x1 gcma.dmem_file=yes-
 

@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: a GCMA area is reachable through the CMA interface next to a plain CMA area; counters follow
 # duration: 65
+# tcg: single
 # append: cma=32M gcma=32M
 # Allocations and frees at run time: kmemleak on, /init scans after the run.
 # append: kmemleak=on

@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: area pages look like free pages to the page allocator's debug options: with page_poison=1 every area page is poisoned at boot and checked when GCMA hands it out (CMA, THP, DMEM); allocation profiling (MEM_ALLOC_PROFILING_DEBUG) counts GCMA's pages at their callers' lines, with no warning
 # duration: 40
+# tcg: single
 # append: gcma=16M gcma=8M:thp page_poison=1
 # disk: 64M ext2
 # timeout: 300

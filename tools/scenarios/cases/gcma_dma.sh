@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: gcma.dma_cma=1 makes gcma0 the default DMA CMA area, and a driver's coherent DMA buffers come from it
 # duration: 39
+# tcg: single
 # append: gcma=32M gcma.dma_cma=1
 # No kmemleak here: it would add its scans to this short boot and prove
 # nothing the kernel's other boots do not.  (It was left out first on the

@@ -2,6 +2,7 @@
 # description: DMEM's page-cache client on ext2 and ext4: files evicted by reclaim come back from GCMA, and no change to a file is hidden by an old copy
 # arch: x86_64 arm64
 # duration: 150
+# tcg: single
 # append: gcma=64M
 # mem: 1G
 # disk: 128M ext2

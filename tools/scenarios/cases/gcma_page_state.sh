@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: area pages where the page allocator's other rules meet them: hardware-poisoned pages stay out of every path (a contiguous allocation never gets one, DMEM neither lends nor reads one, a released page found poisoned is retired; all counted in sysfs); alloc_contig_pages() (a runtime 1 GiB hugetlb page) leaves a THP area and its huge pages alone; an area across a zone boundary is refused; offlining an area's memory block fails at once, also where the area has no pageblock of its own
 # duration: 60
+# tcg: single
 # gcma1 (THP) lies in [1 GiB, 2 GiB), the only 1 GiB-aligned range
 # alloc_contig_pages() may try: memblock's allocations (the memory map,
 # KASAN's shadow) sit at the top of the 3 GiB, the kernel at 16 MiB

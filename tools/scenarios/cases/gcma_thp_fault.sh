@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: Guaranteed THP, fault path: with no free 2 MiB block left (fragment; compaction cannot make one), mode never gives 4 KiB pages and mode fallback huge pages from the THP-only area gcma0, every byte verified; mode always takes the area first; the area running out falls back to 4 KiB pages
 # duration: 55
+# tcg: single
 # append: gcma=128M:thp
 # mem: 1G
 # timeout: 400

@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: Guaranteed THP, freeing: huge pages from the THP-only area gcma0 are unmapped, partly unmapped, MADV_DONTNEEDed, split (deferred and debugfs), reclaimed to swap, migrated to the other node, shared by fork and copy-on-write, and freed at exit; the area's page count follows each step and ends at 0; ten fault-split-exit cycles leak nothing
 # duration: 97
+# tcg: single
 # append: gcma=128M:thp
 # mem: 1G
 # disk: 256M

@@ -1,6 +1,7 @@
 # shellcheck shell=dash
 # description: Guaranteed THP honours the task's NUMA placement: with the THP area on node 1, a task bound to node 0 (set_mempolicy MPOL_BIND, or a cpuset) never gets a huge page from it, by fault or by MADV_COLLAPSE; bound to node 1 it does; move_pages() checks where every page is.  Compaction leaves the pages of split GCMA THPs in the area
 # duration: 40
+# tcg: single
 # The area at 768 MiB: node 1 holds the upper half of the guest's 1 GiB.
 # nokaslr keeps the kernel image out of its way.
 # append: gcma=16M@768M:thp nokaslr
