@@ -7,7 +7,8 @@
 # CONFIG_RUST_OVERFLOW_CHECKS; the loom models run in release mode with
 # their own target directory (RUSTFLAGS differ), one model at a time;
 # the self-tests of
-# tools/build/tcg-jump-cache.py and tools/scenarios/run.py run last.
+# tools/build/tcg-jump-cache.py, tools/scenarios/run.py and
+# tools/build/tree.py run last.
 # The crates' build scripts take the kernel's page geometry and options
 # from the configured kernel tree, $RSMM_KERNEL_BUILD or else build/kunit
 # (tools/host/build-support/kernel_config.rs), and warn when they fall
@@ -45,6 +46,10 @@ python3 "$repo/tools/build/tcg-jump-cache.py" --self-test 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 # The scenario runner's --jobs choice and parallel scheduler (no boot).
 python3 "$repo/tools/scenarios/run.py" --self-test 2>&1 | tee -a "$log"
+[ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+# tree.py's pristine snapshot and the git record it makes when needed, on
+# a small tree of its own.
+python3 "$repo/tools/build/tree.py" self-test 2>&1 | tee -a "$log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
 # "test result: ok. 12 passed; 0 failed; 0 ignored; ..." once per test binary.
 passed=$(grep -oE '^test result: [a-zA-Z]+\. [0-9]+ passed' "$log" | grep -oE '[0-9]+ passed' |

@@ -18,6 +18,8 @@ logical changes, in order; each names the new files and the diffs it carries.
                     check that 'git am' applies it to a pristine clone.
   tree.py verify    check that patches/series covers every overlay file and
                     every diff exactly once (run by export and prepare).
+  tree.py self-test check prepare's snapshot and the later git record on a
+                    small tree of its own (the host tier runs it).
 
 Only the directories in OVERLAY_DIRS are ever copied into the kernel tree;
 top-level files of this repository (Makefile, README.md, ...) never are.
@@ -61,8 +63,8 @@ def run(cmd, cwd=None, capture=False, env=None, input_data=None):
     return res.stdout
 
 
-def git(args, cwd=KSRC, capture=True, env=None, input_data=None):
-    return run(["git", "-c", "core.quotepath=off"] + args, cwd=cwd,
+def git(args, cwd=None, capture=True, env=None, input_data=None):
+    return run(["git", "-c", "core.quotepath=off"] + args, cwd=cwd or KSRC,
                capture=capture, env=env, input_data=input_data)
 
 
@@ -168,11 +170,14 @@ def patched_paths(patch):
     return paths
 
 
+TARBALLS = "/usr/src/linux-source-6.12.tar.*"
+
+
 def kernel_tarball():
-    tars = sorted(glob.glob("/usr/src/linux-source-6.12.tar.*"))
+    tars = sorted(glob.glob(TARBALLS))
     if not tars:
-        raise TreeError("no /usr/src/linux-source-6.12.tar.*: run 'make setup' "
-                        "(apt-get install linux-source-6.12)")
+        raise TreeError("no %s: run 'make setup' (apt-get install linux-source-6.12)"
+                        % TARBALLS)
     return tars[-1]
 
 
@@ -443,16 +448,132 @@ def export(entries, outdir):
         shutil.rmtree(check, ignore_errors=True)
 
 
+def self_test():
+    """Checks prepare's pristine snapshot and the git record made later on
+    a small kernel tree of its own (no kernel build); prints a cargo-style
+    result line and returns the number of failed checks."""
+    global REPO, KSRC, PATCH_DIR, SERIES, STATE, PRISTINE, PRISTINE_LIST, TARBALLS
+    global _pristine_files
+    saved = (REPO, KSRC, PATCH_DIR, SERIES, STATE, PRISTINE, PRISTINE_LIST, TARBALLS)
+    checks = []
+
+    def check(name, ok):
+        print("tree self-test: %s %s" % ("ok  " if ok else "FAIL", name))
+        checks.append(ok)
+
+    def write(path, text, mode=0o644):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.chmod(path, mode)
+
+    def read(path):
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+
+    def diff(rel, old, new):
+        return ("--- a/%s\n+++ b/%s\n@@ -1 +1 @@\n-%s\n+%s\n" % (rel, rel, old, new))
+
+    def series(patches):
+        return "".join("Subject: %s\nFiles:%s\nPatches: %s\nBody:\n%s.\n---\n"
+                       % (p, " mm/new.c" if i == 0 else "", p, p)
+                       for i, p in enumerate(patches))
+
+    def reprepare(entries_text):
+        global _pristine_files
+        _pristine_files = None
+        with open(SERIES, "w", encoding="utf-8") as f:
+            f.write(entries_text)
+        entries = parse_series()
+        verify(entries, strict=False)
+        prepare(entries)
+
+    tmp = tempfile.mkdtemp(prefix="tree-self-test.")
+    try:
+        # A kernel of three files, in a tarball as Debian ships it.
+        kernel = os.path.join(tmp, "src", "linux-source-6.12")
+        write(os.path.join(kernel, "Makefile"), "kernelversion:\n\t@echo 6.12.0\n")
+        write(os.path.join(kernel, "mm", "a.c"), "a\n")
+        write(os.path.join(kernel, "mm", "b.c"), "b\n")
+        write(os.path.join(kernel, "scripts", "x.sh"), "x\n", 0o755)
+        TARBALLS = os.path.join(tmp, "linux-source-6.12.tar.*")
+        run(["tar", "-cJf", os.path.join(tmp, "linux-source-6.12.tar.xz"), "-C",
+             os.path.join(tmp, "src"), "linux-source-6.12"])
+        REPO = os.path.join(tmp, "repo")
+        KSRC = os.path.join(REPO, "build", "linux")
+        PATCH_DIR = os.path.join(REPO, "patches")
+        SERIES = os.path.join(PATCH_DIR, "series")
+        STATE = os.path.join(KSRC, ".rsmm-state")
+        PRISTINE = os.path.join(KSRC, PRISTINE_REL)
+        PRISTINE_LIST = os.path.join(PRISTINE, "files")
+        write(os.path.join(REPO, "mm", "new.c"), "new\n")
+        write(os.path.join(PATCH_DIR, "b.patch"), diff("mm/b.c", "b", "b2"))
+        write(os.path.join(PATCH_DIR, "x.patch"), diff("scripts/x.sh", "x", "x2"))
+
+        # A first prepare: extracted and resynced, no git record, a
+        # snapshot of every pristine file and a copy of each patched one.
+        reprepare(series(["b.patch", "x.patch"]))
+        check("prepare records no git", not os.path.exists(os.path.join(KSRC, ".git")))
+        check("overlay file copied", read(os.path.join(KSRC, "mm", "new.c")) == "new\n")
+        check("diff applied", read(os.path.join(KSRC, "mm", "b.c")) == "b2\n")
+        check("patched script keeps its mode",
+              os.stat(os.path.join(KSRC, "scripts", "x.sh")).st_mode & 0o777 == 0o755)
+        check("snapshot lists the pristine files",
+              sorted(pristine_files()) == ["Makefile", "mm/a.c", "mm/b.c", "scripts/x.sh"])
+        check("snapshot copies a patched file",
+              read(os.path.join(PRISTINE, "tree", "mm", "b.c")) == "b\n")
+
+        # Again, after a diff is dropped: b.c is back to its snapshot copy.
+        os.unlink(os.path.join(PATCH_DIR, "b.patch"))
+        reprepare(series(["x.patch"]))
+        check("dropped diff undone", read(os.path.join(KSRC, "mm", "b.c")) == "b\n")
+
+        # An overlay file must not shadow a pristine one.
+        write(os.path.join(REPO, "mm", "a.c"), "shadow\n")
+        try:
+            reprepare(series(["x.patch"]))
+            check("overlay over a pristine file refused", False)
+        except TreeError:
+            check("overlay over a pristine file refused", True)
+        os.unlink(os.path.join(REPO, "mm", "a.c"))
+
+        # A diff new since the extraction changes a file the snapshot has
+        # no copy of, which was edited in place meanwhile: its pristine
+        # content comes from the git record, made now from the tarball.
+        write(os.path.join(KSRC, "mm", "a.c"), "edited\n")
+        write(os.path.join(PATCH_DIR, "a.patch"), diff("mm/a.c", "a", "a2"))
+        reprepare(series(["x.patch", "a.patch"]))
+        check("git recorded when a diff needs it", os.path.isdir(os.path.join(KSRC, ".git")))
+        check("new diff applied to the pristine file",
+              read(os.path.join(KSRC, "mm", "a.c")) == "a2\n")
+        status = git(["status", "--porcelain", "--untracked-files=no"]).decode().split("\n")
+        check("git status shows only our diffs",
+              sorted(l for l in status if l) == [" M mm/a.c", " M scripts/x.sh"])
+    except (TreeError, OSError) as e:
+        print("tree self-test: error: %s" % e)
+        checks.append(False)
+    finally:
+        (REPO, KSRC, PATCH_DIR, SERIES, STATE, PRISTINE, PRISTINE_LIST, TARBALLS) = saved
+        _pristine_files = None
+        shutil.rmtree(tmp, ignore_errors=True)
+    failed = checks.count(False)
+    print("test result: %s. %d passed; %d failed"
+          % ("ok" if not failed else "FAILED", len(checks) - failed, failed))
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("command", choices=["prepare", "export", "verify"])
+    ap.add_argument("command", choices=["prepare", "export", "verify", "self-test"])
     ap.add_argument("--out", default=os.path.join(REPO, "out", "series"),
                     help="output directory for export (default: out/series)")
     ap.add_argument("--git", action="store_true",
                     help="prepare: also record the pristine tree in git now (export "
                          "does it when it first runs)")
     args = ap.parse_args()
+    if args.command == "self-test":
+        sys.exit(1 if self_test() else 0)
     try:
         entries = parse_series()
         verify(entries, strict=args.command != "prepare")
