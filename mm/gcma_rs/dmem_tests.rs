@@ -638,7 +638,7 @@ kernel::kunit_suite! {
     name: "gcma_dmem",
     cases: [
         dmem_matches_model,
-        dmem_concurrent,
+        #[slow] dmem_concurrent,
         dmem_counters,
         dmem_hook_entry_points,
         dmem_store_from_poisoned_page,

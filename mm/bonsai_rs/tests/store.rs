@@ -523,7 +523,7 @@ kernel::kunit_suite! {
     name: "bonsai_store",
     cases: [
         store_matches_model,
-        short_reserve_is_eagain,
+        #[slow] short_reserve_is_eagain,
         #[slow] concurrent_stores_never_miss,
     ],
 }

@@ -389,7 +389,7 @@ kernel::kunit_suite! {
         matches_model_proven_params,
         matches_model_paper_params,
         boundaries_and_overlaps,
-        alloc_failure_leaves_tree_unchanged,
+        #[slow] alloc_failure_leaves_tree_unchanged,
         retirement_is_batched,
         #[slow] concurrent_lookups_never_miss,
     ],

@@ -558,7 +558,7 @@ fn large_index_reaped_at_exit() -> Result {
 kernel::kunit_suite! {
     name: "bonsai_vma",
     cases: [
-        index_follows_random_changes,
+        #[slow] index_follows_random_changes,
         short_reserve_drops_index,
         large_index_reaped_at_exit,
         stale_candidates_revalidated,
