@@ -46,7 +46,6 @@ struct super_block;
  * @cma: the CMA area registered on the same range, or NULL
  * @rs: allocator state (Rust), published once when the area goes in
  *	service; read with acquire semantics
- * @kobj: /sys/kernel/mm/gcma/<name>, or NULL
  * @refused: not put in service (it spans zones); its memory went to the
  *	page allocator
  * @thp: reserved with ":thp": serves transparent huge pages only (not a
@@ -58,7 +57,6 @@ struct gcma_area {
 	phys_addr_t size;
 	struct cma *cma;
 	const void *rs;
-	struct kobject *kobj;
 	bool refused;
 	bool thp;
 };
@@ -187,7 +185,7 @@ static inline unsigned long gcma_area_pfn(unsigned long start_pfn,
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_check_frees(struct gcma_area *area);
-void gcma_area_add_files(struct gcma_area *area);
+void gcma_area_add_debugfs(struct gcma_area *area);
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
 			    unsigned int align);
 void gcma_alloc_done(const struct gcma_area *area, struct page *page,
@@ -201,6 +199,7 @@ void gcma_release_refused(const struct gcma_area *area, unsigned long pfn,
 			  unsigned long count, const char *why);
 struct alloc_tag *gcma_lend_tag_enter(struct alloc_tag **old);
 void gcma_lend_tag_exit(struct alloc_tag *tag, struct alloc_tag *old);
+/* /sys/kernel/mm/gcma, made by the Rust crate (sysfs.rs); NULL before. */
 struct kobject *gcma_sysfs_dir(void);
 
 /**
@@ -264,9 +263,8 @@ enum gcma_dmem_client {
 	GCMA_DMEM_NR_CLIENTS,
 };
 
-/* DMEM glue (mm/gcma_rs/dmem_sysfs.c). */
+/* DMEM glue (mm/gcma_rs/dmem_switch.c). */
 bool gcma_dmem_boot_enabled(unsigned int client);
-void gcma_dmem_sysfs_add(void);
 int gcma_dmem_switch(unsigned int client, bool on);
 
 /* Guaranteed THP (mm/gcma_rs/thp.c, thp.rs): /sys/kernel/mm/gcma/thp/mode. */
@@ -359,7 +357,7 @@ unsigned long gcma_dmem_rs_invalidate_swap_type(unsigned int type);
 
 /*
  * DMEM hooks of the swap and page-cache paths (mm/gcma_rs/dmem_hooks.rs,
- * keys in dmem_sysfs.c): each is a static branch, on while its client is.
+ * keys in dmem_switch.c): each is a static branch, on while its client is.
  * None sleeps; all run in process context.
  */
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_file_on);

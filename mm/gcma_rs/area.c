@@ -14,9 +14,9 @@
  *   they allocate under their caller's tag, and pages lent to DMEM are
  *   counted under a tag of their own; a tag is a static object that a C
  *   macro makes;
- * - /sys/kernel/mm/gcma/<area>/ (the counters of each area) and
- *   /sys/kernel/debug/gcma/<area>/alloc_latency (a log2 histogram of the
- *   time an allocation takes): attribute tables.
+ * - /sys/kernel/debug/gcma/<area>/alloc_latency (a log2 histogram of the
+ *   time an allocation takes): a seq_file, which Rust has no abstraction
+ *   for.  The sysfs files are Rust (sysfs.rs).
  *
  * Nothing here touches a struct page.
  */
@@ -26,13 +26,10 @@
 #include <linux/alloc_tag.h>
 #include <linux/debugfs.h>
 #include <linux/gcma.h>
-#include <linux/kobject.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
 #include <linux/seq_file.h>
-#include <linux/slab.h>
 #include <linux/static_key.h>
-#include <linux/sysfs.h>
 
 #define CREATE_TRACE_POINTS
 #include <trace/events/gcma.h>
@@ -46,8 +43,6 @@ DEFINE_STATIC_KEY_FALSE(gcma_in_service);
  */
 unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
 
-static void gcma_sysfs_add(struct gcma_area *area);
-static void gcma_debugfs_add(struct gcma_area *area);
 
 /**
  * gcma_area_check_frees() - make the page free paths check an area's pfns
@@ -64,13 +59,6 @@ void gcma_area_check_frees(struct gcma_area *area)
 	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
 	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + (area->size >> PAGE_SHIFT)));
 	static_branch_enable(&gcma_in_service);
-}
-
-/* The sysfs and debugfs files of an area just put in service. */
-void gcma_area_add_files(struct gcma_area *area)
-{
-	gcma_sysfs_add(area);
-	gcma_debugfs_add(area);
 }
 
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
@@ -156,123 +144,6 @@ void gcma_lend_tag_exit(struct alloc_tag *tag, struct alloc_tag *old)
 	alloc_tag_restore(tag, old);
 }
 
-#ifdef CONFIG_SYSFS
-struct gcma_kobject {
-	struct kobject kobj;
-	struct gcma_area *area;
-};
-
-static struct kobject *gcma_sysfs_root;
-
-/* /sys/kernel/mm/gcma, or NULL before the first area is in service. */
-struct kobject *gcma_sysfs_dir(void)
-{
-	return gcma_sysfs_root;
-}
-
-static struct gcma_area *gcma_kobj_area(struct kobject *kobj)
-{
-	return container_of(kobj, struct gcma_kobject, kobj)->area;
-}
-
-struct gcma_stat_attr {
-	struct kobj_attribute attr;
-	size_t offset;		/* of the counter in struct gcma_stats */
-};
-
-static ssize_t gcma_stat_show(struct kobject *kobj,
-			      struct kobj_attribute *attr, char *buf)
-{
-	struct gcma_stat_attr *sa = container_of(attr, struct gcma_stat_attr, attr);
-	struct gcma_stats st;
-
-	gcma_stats(gcma_kobj_area(kobj), &st);
-	return sysfs_emit(buf, "%llu\n", *(u64 *)((char *)&st + sa->offset));
-}
-
-static struct gcma_stat_attr gcma_stat_attrs[] = {
-	{ __ATTR(total_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, total_pages) },
-	{ __ATTR(primary_used_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, primary_used_pages) },
-	{ __ATTR(secondary_lent_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, secondary_lent_pages) },
-	{ __ATTR(alloc_success, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, alloc_success) },
-	{ __ATTR(alloc_fail, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, alloc_fail) },
-	{ __ATTR(discarded_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, discarded_pages) },
-	{ __ATTR(release_pending_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, release_pending_pages) },
-	{ __ATTR(hwpoisoned_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, hwpoisoned_pages) },
-	{ __ATTR(bad_pages, 0444, gcma_stat_show, NULL),
-	  offsetof(struct gcma_stats, bad_pages) },
-};
-
-/* 1 for an area reserved with ":thp" (transparent huge pages only). */
-static ssize_t thp_show(struct kobject *kobj, struct kobj_attribute *attr,
-			char *buf)
-{
-	return sysfs_emit(buf, "%d\n", gcma_kobj_area(kobj)->thp);
-}
-
-static struct kobj_attribute gcma_thp_attr = __ATTR_RO(thp);
-
-static struct attribute *gcma_attrs[] = {
-	&gcma_stat_attrs[0].attr.attr,
-	&gcma_stat_attrs[1].attr.attr,
-	&gcma_stat_attrs[2].attr.attr,
-	&gcma_stat_attrs[3].attr.attr,
-	&gcma_stat_attrs[4].attr.attr,
-	&gcma_stat_attrs[5].attr.attr,
-	&gcma_stat_attrs[6].attr.attr,
-	&gcma_stat_attrs[7].attr.attr,
-	&gcma_stat_attrs[8].attr.attr,
-	&gcma_thp_attr.attr,
-	NULL,
-};
-ATTRIBUTE_GROUPS(gcma);
-
-static void gcma_kobj_release(struct kobject *kobj)
-{
-	kfree(container_of(kobj, struct gcma_kobject, kobj));
-}
-
-static const struct kobj_type gcma_ktype = {
-	.release = gcma_kobj_release,
-	.sysfs_ops = &kobj_sysfs_ops,
-	.default_groups = gcma_groups,
-};
-
-static void gcma_sysfs_add(struct gcma_area *area)
-{
-	struct gcma_kobject *gk;
-
-	if (!gcma_sysfs_root) {
-		gcma_sysfs_root = kobject_create_and_add("gcma", mm_kobj);
-		if (!gcma_sysfs_root)
-			goto fail;
-	}
-	gk = kzalloc(sizeof(*gk), GFP_KERNEL);
-	if (!gk)
-		goto fail;
-	gk->area = area;
-	if (kobject_init_and_add(&gk->kobj, &gcma_ktype, gcma_sysfs_root,
-				 "%s", area->name)) {
-		kobject_put(&gk->kobj);
-		goto fail;
-	}
-	area->kobj = &gk->kobj;
-	return;
-fail:
-	pr_warn("%s: no sysfs directory\n", area->name);
-}
-#else
-static void gcma_sysfs_add(struct gcma_area *area) { }
-#endif
-
 #ifdef CONFIG_DEBUG_FS
 static int gcma_latency_show(struct seq_file *m, void *unused)
 {
@@ -306,7 +177,8 @@ struct dentry *gcma_debugfs_root(void)
 	return root;
 }
 
-static void gcma_debugfs_add(struct gcma_area *area)
+/* The debugfs files of an area just put in service. */
+void gcma_area_add_debugfs(struct gcma_area *area)
 {
 	struct dentry *dir;
 
@@ -315,5 +187,5 @@ static void gcma_debugfs_add(struct gcma_area *area)
 			    &gcma_latency_fops);
 }
 #else
-static void gcma_debugfs_add(struct gcma_area *area) { }
+void gcma_area_add_debugfs(struct gcma_area *area) { }
 #endif

@@ -91,7 +91,7 @@ impl GcmaArea {
     /// the state), then allocations may start, then the sysfs and debugfs
     /// files appear.  Called once per area, once the free path can find
     /// `state` by pfn ([`crate::area_of_pfn`]).
-    pub(crate) fn publish(&self, state: &'static Area) {
+    pub(crate) fn publish(&'static self, state: &'static Area) {
         // SAFETY: the descriptor is ours.
         unsafe { bindings::gcma_area_check_frees(self.as_ptr()) };
         // INVARIANT: `state` is leaked, and this is the area's one
@@ -99,8 +99,9 @@ impl GcmaArea {
         // ready before the area can be seen in service.
         self.rs()
             .store((state as *const Area).cast_mut(), Ordering::Release);
+        crate::sysfs::add_area(self);
         // SAFETY: the descriptor is ours, its state just published.
-        unsafe { bindings::gcma_area_add_files(self.as_ptr()) };
+        unsafe { bindings::gcma_area_add_debugfs(self.as_ptr()) };
     }
 
     /// Returns the C descriptor, for the calls into `area.c`.

@@ -2,7 +2,7 @@
 
 //! The two DMEM instances of the kernel (clean file pages and swap pages),
 //! their on/off switches, the discard of lent pages and the functions the C glue
-//! (`dmem_sysfs.c`) calls.
+//! (`dmem_switch.c`) calls.
 //!
 //! Both instances are created at `gcma_rs_init()` time when at least one
 //! area is in service, over all the areas, and live for the life of the
@@ -237,7 +237,7 @@ pub(crate) struct Dmems {
 
 impl Dmems {
     /// The client of C index `client` (`enum gcma_dmem_client`).
-    fn client(&self, client: c_uint) -> Option<&dyn ClientOps> {
+    pub(crate) fn client(&self, client: c_uint) -> Option<&dyn ClientOps> {
         match client {
             bindings::gcma_dmem_client_GCMA_DMEM_FILE => Some(&self.file),
             bindings::gcma_dmem_client_GCMA_DMEM_SWAP => Some(&self.swap),
@@ -315,8 +315,8 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
             switch(client, true)?;
         }
     }
-    // SAFETY: FFI call; the instances the sysfs files read exist.
-    unsafe { bindings::gcma_dmem_sysfs_add() };
+    // The instances the files read exist.
+    crate::sysfs::add_dmem();
     pr_info!(
         "dmem: {} pages in {} area(s); file {}, swap {}\n",
         areas.nr_pages(),

@@ -30,12 +30,14 @@
 //!   copy out of them failed) taken out of use for good, and runs given
 //!   up because they hold such pages.
 //! - [`profile`]: phase timing of the allocation path, for the benchmark.
+//! - [`sysfs`]: `/sys/kernel/mm/gcma/<area>/` and `dmem/<client>/`, on
+//!   `kernel::sysfs`.
 //!
 //! This file holds the allocator state of each area in service, [`Area`]:
 //! its map, and its pages as [`OwnedFrames`], whose typed states carry the
 //! page allocator's allocation and free steps.  `area.c` is C only for what
 //! Rust cannot do in 6.12: tracepoints, allocation tags, the static key of
-//! the free path, and sysfs and debugfs attribute tables.
+//! the free path, and the debugfs latency file.
 
 use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use kernel::{
@@ -59,6 +61,7 @@ mod dmem_kernel;
 mod entry;
 mod frag;
 mod retire;
+mod sysfs;
 #[cfg(CONFIG_GCMA_THP)]
 mod thp;
 
