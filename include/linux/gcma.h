@@ -33,7 +33,6 @@ struct alloc_tag;
 struct cma;
 struct dentry;
 struct folio;
-struct kobject;
 struct page;
 struct seq_file;
 struct super_block;
@@ -199,8 +198,6 @@ void gcma_release_refused(const struct gcma_area *area, unsigned long pfn,
 			  unsigned long count, const char *why);
 struct alloc_tag *gcma_lend_tag_enter(struct alloc_tag **old);
 void gcma_lend_tag_exit(struct alloc_tag *tag, struct alloc_tag *old);
-/* /sys/kernel/mm/gcma, made by the Rust crate (sysfs.rs); NULL before. */
-struct kobject *gcma_sysfs_dir(void);
 
 /**
  * struct gcma_dmem_stats - counters of one DMEM client
@@ -288,24 +285,11 @@ enum gcma_thp_user {
 	GCMA_THP_COLLAPSE,	/* khugepaged's (or MADV_COLLAPSE's) anonymous collapse */
 };
 
-/**
- * struct gcma_thp_stats - /sys/kernel/mm/gcma/thp/stat
- * @fault_alloc: PMD faults that got their folio from GCMA
- * @fault_fail: PMD faults that asked GCMA and found no room
- * @collapse_alloc: anonymous collapses that got their folio from GCMA
- * @collapse_fail: anonymous collapses that asked GCMA and found no room
- */
-struct gcma_thp_stats {
-	u64 fault_alloc;
-	u64 fault_fail;
-	u64 collapse_alloc;
-	u64 collapse_fail;
-};
-
 struct vm_area_struct;
 
 #ifdef CONFIG_GCMA_THP
 void __init gcma_thp_init(void);
+int gcma_thp_set_mode(unsigned int mode);
 #else
 static inline void gcma_thp_init(void) { }
 #endif
@@ -325,7 +309,6 @@ int gcma_rs_thp_fault_plan(struct vm_area_struct *vma, unsigned long haddr);
 int gcma_rs_thp_collapse_plan(void);
 struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
 			       unsigned int user);
-void gcma_rs_thp_stats(struct gcma_thp_stats *st);
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);

@@ -30,8 +30,8 @@
 //!   copy out of them failed) taken out of use for good, and runs given
 //!   up because they hold such pages.
 //! - [`profile`]: phase timing of the allocation path, for the benchmark.
-//! - [`sysfs`]: `/sys/kernel/mm/gcma/<area>/` and `dmem/<client>/`, on
-//!   `kernel::sysfs`.
+//! - [`sysfs`]: `/sys/kernel/mm/gcma/<area>/`, `dmem/<client>/` and
+//!   `thp/`, on `kernel::sysfs`.
 //!
 //! This file holds the allocator state of each area in service, [`Area`]:
 //! its map, and its pages as [`OwnedFrames`], whose typed states carry the
@@ -635,7 +635,14 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
         }
     }
     #[cfg(CONFIG_GCMA_THP)]
-    thp::init(ready.iter().copied().filter(|a| a.is_thp()));
+    {
+        thp::init(ready.iter().copied().filter(|a| a.is_thp()));
+        // As `thp.c`, which applies the boot mode next: a mode and files
+        // wherever "gcma=" reserved an area.
+        if boot::reserved_areas().next().is_some() {
+            sysfs::add_thp();
+        }
+    }
     if !ready.is_empty() {
         pr_info!("{} area(s) ready\n", ready.len());
         if let Err(e) = dmem_client::init(&ready) {

@@ -8,13 +8,14 @@
 //! - `/sys/kernel/mm/gcma/dmem/<client>/`: `enabled`, which switches the
 //!   DMEM client at run time (off drops its pages), the client's counters
 //!   (`struct gcma_dmem_stats`) and, with verify mode built, `verified`,
-//!   `verify_mismatches` and `verify_skipped`.
+//!   `verify_mismatches` and `verify_skipped`;
+//! - `/sys/kernel/mm/gcma/thp/`: guaranteed THP's `mode` (`never`,
+//!   `fallback` or `always`, the current one in brackets) and `stat`.
 //!
 //! `/sys/kernel/mm/gcma` is made with the first area put in service and
 //! kept for good, as every directory here is: areas and DMEM's instances
-//! live as long as the kernel.  `thp.c` adds `gcma/thp/` to it through
-//! [`gcma_sysfs_dir`].  Everything here runs in initcalls, one at a time,
-//! or in the files' callbacks (process context).
+//! live as long as the kernel.  Everything here runs in initcalls, one at
+//! a time, or in the files' callbacks (process context).
 
 use crate::{
     boot::GcmaArea,
@@ -29,6 +30,7 @@ use core::{
 };
 use kernel::{
     bindings, c_str,
+    error::to_result,
     prelude::*,
     str::BStr,
     sysfs::{Dir, Emitter, File, FileDir, Files, Parent},
@@ -54,13 +56,6 @@ fn root_parent() -> Option<Parent<'static>> {
     // SAFETY: a non-NULL `ROOT` is a kobject in sysfs whose reference was
     // leaked (`root()`), so it stays there for good.
     (!kobj.is_null()).then(|| unsafe { Parent::from_raw(kobj) })
-}
-
-/// `/sys/kernel/mm/gcma`, for `thp.c`'s `gcma/thp/`: NULL before the first
-/// area is in service (or if the directory could not be made).
-#[no_mangle]
-pub(crate) extern "C" fn gcma_sysfs_dir() -> *mut bindings::kobject {
-    ROOT.load(Ordering::Acquire)
 }
 
 /// The files of `/sys/kernel/mm/gcma/<area>/`.
@@ -249,5 +244,72 @@ pub(crate) fn add_dmem() {
     })();
     if let Err(e) = made {
         pr_warn!("dmem: no sysfs directory ({:?})\n", e);
+    }
+}
+
+/// The files of `/sys/kernel/mm/gcma/thp/`.
+#[cfg(CONFIG_GCMA_THP)]
+struct ThpFiles;
+
+#[cfg(CONFIG_GCMA_THP)]
+impl Files for ThpFiles {
+    const FILES: &'static [File] = &[
+        File::read_write(c_str!("mode")),
+        File::read_only(c_str!("stat")),
+    ];
+
+    fn show(&self, file: usize, out: &mut Emitter<'_>) -> Result {
+        use crate::thp::{self, Mode};
+        match file {
+            0 => {
+                let now = thp::mode();
+                for (i, m) in Mode::all().into_iter().enumerate() {
+                    let sep = if i == 0 { "" } else { " " };
+                    if m == now {
+                        write!(out, "{sep}[{}]", m.name())
+                    } else {
+                        write!(out, "{sep}{}", m.name())
+                    }
+                    .map_err(|_| EINVAL)?;
+                }
+                writeln!(out).map_err(|_| EINVAL)
+            }
+            1 => {
+                // One "name value" line per counter, as /proc/vmstat has.
+                let st = thp::stats();
+                write!(
+                    out,
+                    "gcma_thp_fault_alloc {}\ngcma_thp_fault_fail {}\n\
+                     gcma_thp_collapse_alloc {}\ngcma_thp_collapse_fail {}\n",
+                    st.fault_alloc, st.fault_fail, st.collapse_alloc, st.collapse_fail
+                )
+                .map_err(|_| EINVAL)
+            }
+            _ => Err(EINVAL),
+        }
+    }
+
+    fn store(&self, _file: usize, input: &[u8]) -> Result {
+        // Only `mode` can be written: a mode's name, and one newline.
+        let word = input.strip_suffix(b"\n").unwrap_or(input);
+        let mode = crate::thp::Mode::all()
+            .into_iter()
+            .find(|m| m.name().as_bytes() == word)
+            .ok_or(EINVAL)?;
+        // SAFETY: FFI call; the mode is one of `enum gcma_thp_mode`.
+        to_result(unsafe { bindings::gcma_thp_set_mode(mode.raw()) })
+    }
+}
+
+/// Makes `/sys/kernel/mm/gcma/thp/`; a failure is logged, and the mode
+/// stays what the boot set.
+#[cfg(CONFIG_GCMA_THP)]
+pub(crate) fn add_thp() {
+    let made = root().and_then(|root| FileDir::new(c_str!("thp"), root, ThpFiles));
+    match made {
+        Ok(dir) => {
+            dir.leak();
+        }
+        Err(e) => pr_warn!("thp: no sysfs directory ({:?})\n", e),
     }
 }

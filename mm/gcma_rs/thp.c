@@ -7,7 +7,8 @@
  * order.  The policy and the choice of area are Rust (thp.rs); this file
  * holds what the fault and collapse paths call (include/linux/gcma_thp.h),
  * the static key that keeps those paths untouched while the feature is
- * off, "gcma.thp_mode=" and /sys/kernel/mm/gcma/thp/.
+ * off, and "gcma.thp_mode="; the files of /sys/kernel/mm/gcma/thp/ are
+ * Rust (sysfs.rs) and set the mode through gcma_thp_set_mode().
  *
  * An area is used only if its node is one the buddy allocation would
  * be allowed to use: for a fault, a node of the VMA's memory policy
@@ -25,8 +26,7 @@
  * the static key and its mutex, the memory-policy and cpuset reads of the
  * fault path (get_vma_policy(), policy_nodemask() of mm/internal.h, and
  * cpusets_enabled(), a static branch), page_rmappable_folio() of
- * mm/internal.h, the allocation-tag macro of the test's allocation, and
- * the sysfs attribute tables.
+ * mm/internal.h, and the allocation-tag macro of the test's allocation.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -35,11 +35,9 @@
 #include <linux/gcma_thp.h>
 #include <linux/init.h>
 #include <linux/cpuset.h>
-#include <linux/kobject.h>
 #include <linux/mempolicy.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
-#include <linux/sysfs.h>
 #include <linux/topology.h>
 
 #include "../internal.h"
@@ -213,81 +211,31 @@ void gcma_thp_test_put(struct folio *folio, bool irqs_off)
 }
 #endif
 
-#ifdef CONFIG_SYSFS
-static ssize_t mode_show(struct kobject *kobj, struct kobj_attribute *attr,
-			 char *buf)
+/**
+ * gcma_thp_set_mode() - switch guaranteed THP's mode
+ * @mode: an enum gcma_thp_mode
+ *
+ * Writing /sys/kernel/mm/gcma/thp/mode (sysfs.rs) lands here: the mode and
+ * the static key change together, under the mutex.  May sleep.
+ *
+ * Return: 0, or -EINVAL for an unknown mode.
+ */
+int gcma_thp_set_mode(unsigned int mode)
 {
-	unsigned int mode = gcma_rs_thp_mode(), i;
-	int len = 0;
-
-	for (i = 0; i < GCMA_THP_NR_MODES; i++)
-		len += sysfs_emit_at(buf, len, i == mode ? "%s[%s]" : "%s%s",
-				     i ? " " : "", gcma_thp_mode_names[i]);
-	return len + sysfs_emit_at(buf, len, "\n");
-}
-
-static ssize_t mode_store(struct kobject *kobj, struct kobj_attribute *attr,
-			  const char *buf, size_t count)
-{
-	int mode = sysfs_match_string(gcma_thp_mode_names, buf);
 	int ret;
 
-	if (mode < 0)
-		return -EINVAL;
 	mutex_lock(&gcma_thp_mode_lock);
 	ret = gcma_thp_apply(mode);
 	mutex_unlock(&gcma_thp_mode_lock);
-	return ret ?: count;
+	return ret;
 }
-
-static struct kobj_attribute gcma_thp_mode_attr = __ATTR_RW(mode);
-
-/* One "name value" line per counter, as /proc/vmstat has them. */
-static ssize_t stat_show(struct kobject *kobj, struct kobj_attribute *attr,
-			 char *buf)
-{
-	struct gcma_thp_stats st;
-
-	gcma_rs_thp_stats(&st);
-	return sysfs_emit(buf,
-			  "gcma_thp_fault_alloc %llu\n"
-			  "gcma_thp_fault_fail %llu\n"
-			  "gcma_thp_collapse_alloc %llu\n"
-			  "gcma_thp_collapse_fail %llu\n",
-			  st.fault_alloc, st.fault_fail,
-			  st.collapse_alloc, st.collapse_fail);
-}
-
-static struct kobj_attribute gcma_thp_stat_attr = __ATTR_RO(stat);
-
-static struct attribute *gcma_thp_attrs[] = {
-	&gcma_thp_mode_attr.attr,
-	&gcma_thp_stat_attr.attr,
-	NULL,
-};
-
-static const struct attribute_group gcma_thp_group = {
-	.name = "thp",
-	.attrs = gcma_thp_attrs,
-};
-
-static void __init gcma_thp_sysfs_add(void)
-{
-	struct kobject *parent = gcma_sysfs_dir();
-
-	if (!parent || sysfs_create_group(parent, &gcma_thp_group))
-		pr_warn("thp: no sysfs directory\n");
-}
-#else
-static inline void gcma_thp_sysfs_add(void) { }
-#endif
 
 /**
  * gcma_thp_init() - put guaranteed THP in service
  *
- * Called once the areas are in service: applies the boot mode and creates
- * /sys/kernel/mm/gcma/thp/.  Without a THP area the mode can still be
- * set, but the hooks stay off.
+ * Called once the areas are in service: applies the boot mode (the Rust
+ * crate has made /sys/kernel/mm/gcma/thp/).  Without a THP area the mode
+ * can still be set, but the hooks stay off.
  */
 void __init gcma_thp_init(void)
 {
@@ -301,5 +249,4 @@ void __init gcma_thp_init(void)
 	if (areas)
 		pr_info("thp: %u area(s), mode %s\n", areas,
 			gcma_thp_mode_names[gcma_rs_thp_mode()]);
-	gcma_thp_sysfs_add();
 }

@@ -57,6 +57,21 @@ impl Mode {
     fn from_raw(raw: c_uint) -> Option<Mode> {
         Self::ALL.into_iter().find(|m| m.raw() == raw)
     }
+
+    /// The modes, in the order `/sys/kernel/mm/gcma/thp/mode` lists them.
+    pub(crate) const fn all() -> [Mode; 3] {
+        Self::ALL
+    }
+
+    /// The mode's name in `mode` (and in `gcma.thp_mode=`, which `thp.c`
+    /// parses before Rust runs).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Never => "never",
+            Mode::Fallback => "fallback",
+            Mode::Always => "always",
+        }
+    }
 }
 
 /// Where an allocation looks, in order.
@@ -311,20 +326,26 @@ pub(crate) unsafe extern "C" fn gcma_rs_thp_alloc(
     alloc(&ctx, gfp, nid, allowed, user)
 }
 
-/// Fills `*st` with the counters.
-///
-/// # Safety
-///
-/// `st` must be valid for writes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_rs_thp_stats(st: *mut bindings::gcma_thp_stats) {
+/// The counters of guaranteed THP (`/sys/kernel/mm/gcma/thp/stat`).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(crate) struct Stats {
+    /// PMD faults that got their folio from GCMA.
+    pub(crate) fault_alloc: u64,
+    /// PMD faults that asked GCMA and found no room.
+    pub(crate) fault_fail: u64,
+    /// Anonymous collapses that got their folio from GCMA.
+    pub(crate) collapse_alloc: u64,
+    /// Anonymous collapses that asked GCMA and found no room.
+    pub(crate) collapse_fail: u64,
+}
+
+/// The counters now.
+pub(crate) fn stats() -> Stats {
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
-    let snapshot = bindings::gcma_thp_stats {
+    Stats {
         fault_alloc: get(&COUNTERS.fault_alloc),
         fault_fail: get(&COUNTERS.fault_fail),
         collapse_alloc: get(&COUNTERS.collapse_alloc),
         collapse_fail: get(&COUNTERS.collapse_fail),
-    };
-    // SAFETY: guaranteed by the caller.
-    unsafe { st.write(snapshot) };
+    }
 }

@@ -132,11 +132,8 @@ unsafe fn in_thp_area(folio: *mut bindings::folio) -> bool {
     crate::area_of_pfn(pfn).is_some_and(|a| a.is_thp())
 }
 
-fn thp_stats() -> bindings::gcma_thp_stats {
-    let mut st = bindings::gcma_thp_stats::default();
-    // SAFETY: `st` is valid for writes.
-    unsafe { thp::gcma_rs_thp_stats(&mut st) };
-    st
+fn thp_stats() -> thp::Stats {
+    thp::stats()
 }
 
 /// Used pages of the THP areas, after the blocks freed meanwhile are
