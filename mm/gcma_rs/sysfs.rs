@@ -31,9 +31,10 @@ use core::{
 use kernel::{
     bindings, c_str,
     error::to_result,
+    new_file_dir,
     prelude::*,
     str::BStr,
-    sysfs::{Dir, Emitter, File, FileDir, Files, Parent},
+    sysfs::{Attribute, Dir, Emitter, Files, Parent},
 };
 
 /// `/sys/kernel/mm/gcma`, once made: a kobject leaked with its reference.
@@ -61,44 +62,54 @@ fn root_parent() -> Option<Parent<'static>> {
 /// The files of `/sys/kernel/mm/gcma/<area>/`.
 struct AreaFiles(&'static GcmaArea);
 
-impl Files for AreaFiles {
-    const FILES: &'static [File] = &[
-        File::read_only(c_str!("total_pages")),
-        File::read_only(c_str!("primary_used_pages")),
-        File::read_only(c_str!("secondary_lent_pages")),
-        File::read_only(c_str!("alloc_success")),
-        File::read_only(c_str!("alloc_fail")),
-        File::read_only(c_str!("discarded_pages")),
-        File::read_only(c_str!("release_pending_pages")),
-        File::read_only(c_str!("hwpoisoned_pages")),
-        File::read_only(c_str!("bad_pages")),
-        File::read_only(c_str!("thp")),
-    ];
-
-    fn show(&self, file: usize, out: &mut Emitter<'_>) -> Result {
-        let st = self.0.state().map_or_else(Default::default, Area::stats);
-        let value = match file {
-            0 => st.total_pages,
-            1 => st.primary_used_pages,
-            2 => st.secondary_lent_pages,
-            3 => st.alloc_success,
-            4 => st.alloc_fail,
-            5 => st.discarded_pages,
-            6 => st.release_pending_pages,
-            7 => st.hwpoisoned_pages,
-            8 => st.bad_pages,
-            9 => u64::from(self.0.is_thp()),
-            _ => return Err(EINVAL),
-        };
-        writeln!(out, "{value}").map_err(|_| EINVAL)
+impl AreaFiles {
+    /// The area's counters, all 0 while it is not in service.
+    fn stats(&self) -> bindings::gcma_stats {
+        self.0.state().map_or_else(Default::default, Area::stats)
     }
+}
+
+/// A file of a number, and a newline.
+fn show_u64(out: &mut Emitter<'_>, value: u64) -> Result {
+    writeln!(out, "{value}")?;
+    Ok(())
+}
+
+/// A read-only file of `$owner` named `$name` whose number is `$value`, an
+/// expression of `$this: &$owner`.
+macro_rules! number_file {
+    ($owner:ty, $name:literal, |$this:ident| $value:expr) => {
+        Attribute::read_only(c_str!($name), |$this: &$owner, out| show_u64(out, $value))
+    };
+}
+
+impl Files for AreaFiles {
+    const FILES: &'static [Attribute<Self>] = &[
+        number_file!(AreaFiles, "total_pages", |a| a.stats().total_pages),
+        number_file!(AreaFiles, "primary_used_pages", |a| a
+            .stats()
+            .primary_used_pages),
+        number_file!(AreaFiles, "secondary_lent_pages", |a| a
+            .stats()
+            .secondary_lent_pages),
+        number_file!(AreaFiles, "alloc_success", |a| a.stats().alloc_success),
+        number_file!(AreaFiles, "alloc_fail", |a| a.stats().alloc_fail),
+        number_file!(AreaFiles, "discarded_pages", |a| a.stats().discarded_pages),
+        number_file!(AreaFiles, "release_pending_pages", |a| a
+            .stats()
+            .release_pending_pages),
+        number_file!(AreaFiles, "hwpoisoned_pages", |a| a
+            .stats()
+            .hwpoisoned_pages),
+        number_file!(AreaFiles, "bad_pages", |a| a.stats().bad_pages),
+        number_file!(AreaFiles, "thp", |a| u64::from(a.0.is_thp())),
+    ];
 }
 
 /// Makes `/sys/kernel/mm/gcma/<area>/` for an area just put in service; a
 /// failure is logged, and the area serves without its files.
 pub(crate) fn add_area(area: &'static GcmaArea) {
-    let made = root().and_then(|root| FileDir::new(area.name(), root, AreaFiles(area)));
-    match made {
+    match root().and_then(|root| new_file_dir!(area.name(), root, AreaFiles(area))) {
         Ok(dir) => {
             dir.leak();
         }
@@ -106,12 +117,9 @@ pub(crate) fn add_area(area: &'static GcmaArea) {
     }
 }
 
-/// The files of `/sys/kernel/mm/gcma/dmem/<client>/`, for client `0`
+/// The files of `/sys/kernel/mm/gcma/dmem/<client>/`, for client `.0`
 /// (`enum gcma_dmem_client`).
 struct DmemFiles(c_uint);
-
-/// The client counters' files, in [`DmemFiles::FILES`] after `enabled`.
-const DMEM_STATS: usize = 15;
 
 impl DmemFiles {
     /// The client's name, that of its directory.
@@ -121,88 +129,31 @@ impl DmemFiles {
             _ => c_str!("swap"),
         }
     }
-}
 
-impl Files for DmemFiles {
-    const FILES: &'static [File] = &[
-        File::read_write(c_str!("enabled")),
-        File::read_only(c_str!("stored_pages")),
-        File::read_only(c_str!("held_pages")),
-        File::read_only(c_str!("stores")),
-        File::read_only(c_str!("loads")),
-        File::read_only(c_str!("misses")),
-        File::read_only(c_str!("invalidations")),
-        File::read_only(c_str!("discards")),
-        File::read_only(c_str!("evictions")),
-        File::read_only(c_str!("refused_nomem")),
-        File::read_only(c_str!("refused_nospace")),
-        File::read_only(c_str!("refused_discarded")),
-        File::read_only(c_str!("refused_superseded")),
-        File::read_only(c_str!("refused_disabled")),
-        File::read_only(c_str!("refused_large")),
-        File::read_only(c_str!("poisoned")),
-        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
-        File::read_only(c_str!("verified")),
-        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
-        File::read_only(c_str!("verify_mismatches")),
-        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
-        File::read_only(c_str!("verify_skipped")),
-    ];
-
-    fn show(&self, file: usize, out: &mut Emitter<'_>) -> Result {
+    /// The client's counters; `ENODEV` before DMEM's instances exist.
+    fn stats(&self) -> Result<bindings::gcma_dmem_stats> {
         let client = dmems().and_then(|d| d.client(self.0)).ok_or(ENODEV)?;
-        let value = match file {
-            0 => u64::from(client.enabled()),
-            1..=DMEM_STATS => {
-                let s = client.stats();
-                [
-                    s.stored_pages,
-                    s.held_pages,
-                    s.stores,
-                    s.loads,
-                    s.misses,
-                    s.invalidations,
-                    s.discards,
-                    s.evictions,
-                    s.refused_nomem,
-                    s.refused_nospace,
-                    s.refused_discarded,
-                    s.refused_superseded,
-                    s.refused_disabled,
-                    s.refused_large,
-                    s.poisoned,
-                ][file - 1]
-            }
-            #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
-            f if f <= DMEM_STATS + 3 => {
-                let (mut verified, mut mismatches, mut skipped) = (0, 0, 0);
-                // SAFETY: FFI call; the three pointers are valid for writes.
-                unsafe {
-                    bindings::gcma_dmem_verify_counts(
-                        self.0,
-                        &mut verified,
-                        &mut mismatches,
-                        &mut skipped,
-                    )
-                };
-                [verified, mismatches, skipped][f - DMEM_STATS - 1]
-            }
-            _ => return Err(EINVAL),
-        };
-        writeln!(out, "{value}").map_err(|_| EINVAL)
+        Ok(client.stats())
     }
 
-    fn store(&self, _file: usize, input: &[u8]) -> Result {
-        // Only `enabled` can be written.  The C parser takes the words that
-        // `gcma.dmem_<client>=` takes, and one newline after them; it needs
-        // the text NUL-terminated.
+    /// `enabled`: 1 while the client is on.
+    fn show_enabled(&self, out: &mut Emitter<'_>) -> Result {
+        let client = dmems().and_then(|d| d.client(self.0)).ok_or(ENODEV)?;
+        show_u64(out, u64::from(client.enabled()))
+    }
+
+    /// `enabled`: a boolean in the words `gcma.dmem_<client>=` takes
+    /// (`gcma_parse_bool()`, which allows one newline after it) switches
+    /// the client, off dropping its pages.
+    fn store_enabled(&self, input: &[u8]) -> Result {
+        // The C parser needs the text NUL-terminated: at most 15 bytes,
+        // which every word it takes fits in.
         let mut text = [0u8; 16];
-        let word = input.strip_suffix(b"\n").unwrap_or(input);
         let mut on = false;
-        let parsed = word.len() < text.len() && {
-            text[..word.len()].copy_from_slice(word);
-            // SAFETY: `text` is NUL-terminated (zeroed past `word`); `on` is
-            // valid for writes.
+        let parsed = input.len() < text.len() && {
+            text[..input.len()].copy_from_slice(input);
+            // SAFETY: `text` is NUL-terminated (zeroed past `input`); `on`
+            // is valid for writes.
             unsafe { bindings::gcma_parse_bool(text.as_ptr().cast(), &mut on) == 0 }
         };
         if !parsed {
@@ -211,10 +162,62 @@ impl Files for DmemFiles {
         }
         dmem_client::switch(self.0, on)
     }
+
+    /// Verify mode's counters of the client: verified, mismatches, skipped.
+    #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+    fn verify_counts(&self) -> [u64; 3] {
+        let (mut verified, mut mismatches, mut skipped) = (0, 0, 0);
+        // SAFETY: FFI call; the three pointers are valid for writes.
+        unsafe {
+            bindings::gcma_dmem_verify_counts(self.0, &mut verified, &mut mismatches, &mut skipped)
+        };
+        [verified, mismatches, skipped]
+    }
 }
 
-/// Logs, rate-limited, that `input` written to `enabled` of `client` is not
-/// a boolean: the first line of it, at most 16 bytes.
+/// A read-only file of a DMEM client's counter `$field`.
+macro_rules! dmem_stat {
+    ($field:ident) => {
+        Attribute::read_only(c_str!(stringify!($field)), |d: &DmemFiles, out| {
+            show_u64(out, d.stats()?.$field)
+        })
+    };
+}
+
+impl Files for DmemFiles {
+    const FILES: &'static [Attribute<Self>] = &[
+        Attribute::read_write(
+            c_str!("enabled"),
+            DmemFiles::show_enabled,
+            DmemFiles::store_enabled,
+        ),
+        dmem_stat!(stored_pages),
+        dmem_stat!(held_pages),
+        dmem_stat!(stores),
+        dmem_stat!(loads),
+        dmem_stat!(misses),
+        dmem_stat!(invalidations),
+        dmem_stat!(discards),
+        dmem_stat!(evictions),
+        dmem_stat!(refused_nomem),
+        dmem_stat!(refused_nospace),
+        dmem_stat!(refused_discarded),
+        dmem_stat!(refused_superseded),
+        dmem_stat!(refused_disabled),
+        dmem_stat!(refused_large),
+        dmem_stat!(poisoned),
+        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+        number_file!(DmemFiles, "verified", |d| d.verify_counts()[0]),
+        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+        number_file!(DmemFiles, "verify_mismatches", |d| d.verify_counts()[1]),
+        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+        number_file!(DmemFiles, "verify_skipped", |d| d.verify_counts()[2]),
+    ];
+}
+
+/// Logs that `input`, written to `enabled` of `client`, is not a boolean:
+/// its first line, at most 16 bytes, non-printing bytes escaped.  Rate
+/// limited with the kernel's shared `printk_ratelimit()` state.
 fn warn_not_boolean(client: c_uint, input: &[u8]) {
     // SAFETY: FFI call; the name is a NUL-terminated constant.
     if unsafe { bindings::__printk_ratelimit(c_str!("gcma_dmem_enabled").as_char_ptr()) } == 0 {
@@ -238,7 +241,7 @@ pub(crate) fn add_dmem() {
             bindings::gcma_dmem_client_GCMA_DMEM_FILE,
             bindings::gcma_dmem_client_GCMA_DMEM_SWAP,
         ] {
-            FileDir::new(DmemFiles::name(client), dmem, DmemFiles(client))?.leak();
+            new_file_dir!(DmemFiles::name(client), dmem, DmemFiles(client))?.leak();
         }
         Ok(())
     })();
@@ -252,60 +255,60 @@ pub(crate) fn add_dmem() {
 struct ThpFiles;
 
 #[cfg(CONFIG_GCMA_THP)]
-impl Files for ThpFiles {
-    const FILES: &'static [File] = &[
-        File::read_write(c_str!("mode")),
-        File::read_only(c_str!("stat")),
-    ];
-
-    fn show(&self, file: usize, out: &mut Emitter<'_>) -> Result {
-        use crate::thp::{self, Mode};
-        match file {
-            0 => {
-                let now = thp::mode();
-                for (i, m) in Mode::all().into_iter().enumerate() {
-                    let sep = if i == 0 { "" } else { " " };
-                    if m == now {
-                        write!(out, "{sep}[{}]", m.name())
-                    } else {
-                        write!(out, "{sep}{}", m.name())
-                    }
-                    .map_err(|_| EINVAL)?;
-                }
-                writeln!(out).map_err(|_| EINVAL)
+impl ThpFiles {
+    /// `mode`: the modes, the current one in brackets.
+    fn show_mode(&self, out: &mut Emitter<'_>) -> Result {
+        let now = crate::thp::mode();
+        for (i, m) in crate::thp::Mode::all().into_iter().enumerate() {
+            let sep = if i == 0 { "" } else { " " };
+            if m == now {
+                write!(out, "{sep}[{}]", m.name())?;
+            } else {
+                write!(out, "{sep}{}", m.name())?;
             }
-            1 => {
-                // One "name value" line per counter, as /proc/vmstat has.
-                let st = thp::stats();
-                write!(
-                    out,
-                    "gcma_thp_fault_alloc {}\ngcma_thp_fault_fail {}\n\
-                     gcma_thp_collapse_alloc {}\ngcma_thp_collapse_fail {}\n",
-                    st.fault_alloc, st.fault_fail, st.collapse_alloc, st.collapse_fail
-                )
-                .map_err(|_| EINVAL)
-            }
-            _ => Err(EINVAL),
         }
+        writeln!(out)?;
+        Ok(())
     }
 
-    fn store(&self, _file: usize, input: &[u8]) -> Result {
-        // Only `mode` can be written: a mode's name, and one newline.
+    /// `mode`: a mode's name, and one newline.
+    fn store_mode(&self, input: &[u8]) -> Result {
         let word = input.strip_suffix(b"\n").unwrap_or(input);
         let mode = crate::thp::Mode::all()
             .into_iter()
             .find(|m| m.name().as_bytes() == word)
             .ok_or(EINVAL)?;
-        // SAFETY: FFI call; the mode is one of `enum gcma_thp_mode`.
+        // SAFETY: FFI call, in process context (it takes a mutex).
         to_result(unsafe { bindings::gcma_thp_set_mode(mode.raw()) })
+    }
+
+    /// `stat`: one "name value" line per counter, as /proc/vmstat has.
+    fn show_stat(&self, out: &mut Emitter<'_>) -> Result {
+        let st = crate::thp::stats();
+        writeln!(out, "gcma_thp_fault_alloc {}", st.fault_alloc)?;
+        writeln!(out, "gcma_thp_fault_fail {}", st.fault_fail)?;
+        writeln!(out, "gcma_thp_collapse_alloc {}", st.collapse_alloc)?;
+        writeln!(out, "gcma_thp_collapse_fail {}", st.collapse_fail)?;
+        Ok(())
     }
 }
 
-/// Makes `/sys/kernel/mm/gcma/thp/`; a failure is logged, and the mode
-/// stays what the boot set.
+#[cfg(CONFIG_GCMA_THP)]
+impl Files for ThpFiles {
+    const FILES: &'static [Attribute<Self>] = &[
+        Attribute::read_write(c_str!("mode"), ThpFiles::show_mode, ThpFiles::store_mode),
+        Attribute::read_only(c_str!("stat"), ThpFiles::show_stat),
+    ];
+}
+
+/// Makes `/sys/kernel/mm/gcma/thp/` in the directory the areas in service
+/// made; without it (no area in service) the files are missing, which is
+/// logged, and the mode stays what the boot set.
 #[cfg(CONFIG_GCMA_THP)]
 pub(crate) fn add_thp() {
-    let made = root().and_then(|root| FileDir::new(c_str!("thp"), root, ThpFiles));
+    let made = root_parent()
+        .ok_or(ENOENT)
+        .and_then(|root| new_file_dir!(c_str!("thp"), root, ThpFiles));
     match made {
         Ok(dir) => {
             dir.leak();

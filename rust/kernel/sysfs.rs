@@ -10,17 +10,19 @@
 //!
 //! - [`Dir`] is a plain directory (`kobject_create_and_add()`), for example
 //!   `/sys/kernel/mm/<subsystem>`, under a [`Parent`];
-//! - [`FileDir<T>`] is a directory whose files are described by
-//!   [`Files::FILES`] and read and written through a `T: Files` that the
-//!   directory owns: reading file `i` calls [`Files::show`] with `i`,
-//!   writing it [`Files::store`].
+//! - [`FileDir<T>`] is a directory that owns a `T: Files`, whose
+//!   [`Files::FILES`] lists the files: each [`Attribute`] has a name and
+//!   the functions that read and write it on the `T`.  [`new_file_dir!`]
+//!   makes one.
 //!
-//! Both hold one reference to their kobject; dropping them drops it, which
-//! removes the directory.  sysfs waits for every `show()`/`store()` in
-//! progress before it removes a directory, and the `T` is dropped only by
-//! the kobject's release function, once the last reference is gone, so a
+//! Dropping either removes the directory (with what is in it), waiting for
+//! every read or write of its files in progress, and then drops the
+//! reference it holds on the kobject.  The `T` is dropped only by the
+//! kobject's release function, once the last reference is gone, so a
 //! callback never sees a freed `T`.  A directory meant to last for the
-//! kernel's life is kept with [`Dir::leak`] or [`FileDir::leak`].
+//! kernel's life is kept with [`Dir::leak`] or [`FileDir::leak`].  A
+//! callback must not drop the directory it belongs to: the removal would
+//! wait for the callback itself.
 //!
 //! C headers: [`include/linux/kobject.h`](srctree/include/linux/kobject.h),
 //! [`include/linux/sysfs.h`](srctree/include/linux/sysfs.h)
@@ -31,6 +33,7 @@ use crate::{
     error::{code::*, Error, Result},
     ffi::c_char,
     str::CStr,
+    sync::LockClassKey,
     types::Opaque,
 };
 use core::{fmt, marker::PhantomData, ptr::NonNull};
@@ -67,8 +70,8 @@ impl Parent<'static> {
     /// `/sys/kernel/mm`, or `ENOENT` before the mm core has made it (it
     /// does so in a `postcore_initcall`, or never if that failed).
     pub fn mm() -> Result<Self> {
-        // SAFETY: `mm_kobj` is written once, by `mm_sysfs_init()`, before
-        // any later initcall runs; reading the pointer copies it.
+        // SAFETY: reading the pointer copies it; `mm_sysfs_init()` writes it
+        // once, and NULL (not made yet, or never) is refused below.
         let kobj = NonNull::new(unsafe { bindings::mm_kobj }).ok_or(ENOENT)?;
         // INVARIANT: `/sys/kernel/mm` is never removed.
         Ok(Self {
@@ -141,36 +144,51 @@ impl Dir {
 
 impl Drop for Dir {
     fn drop(&mut self) {
-        // SAFETY: `self` owns one reference (type invariant).
-        unsafe { bindings::kobject_put(self.kobj.as_ptr()) };
+        // SAFETY: `self` owns one reference (type invariant), which keeps
+        // the kobject alive for the removal and is then dropped.
+        unsafe {
+            bindings::kobject_del(self.kobj.as_ptr());
+            bindings::kobject_put(self.kobj.as_ptr());
+        }
     }
 }
 
-/// One file of a [`FileDir`]: its name and whether it can be written.
-pub struct File {
+/// How a file of a [`FileDir<T>`] is read: writes its text to the output.
+pub type ShowFn<T> = fn(&T, &mut Emitter<'_>) -> Result;
+
+/// How a file of a [`FileDir<T>`] is written: takes the bytes written (a
+/// trailing newline included).  On success the whole write counts as done.
+pub type StoreFn<T> = fn(&T, &[u8]) -> Result;
+
+/// One file of a [`FileDir<T>`]: its name, and the functions that read and
+/// write it.  An error they return is what `read()` or `write()` returns.
+pub struct Attribute<T> {
     name: &'static CStr,
-    writable: bool,
+    show: ShowFn<T>,
+    store: Option<StoreFn<T>>,
 }
 
-impl File {
+impl<T> Attribute<T> {
     /// A file that can be read (mode 0444).
-    pub const fn read_only(name: &'static CStr) -> Self {
+    pub const fn read_only(name: &'static CStr, show: ShowFn<T>) -> Self {
         Self {
             name,
-            writable: false,
+            show,
+            store: None,
         }
     }
 
     /// A file that can be read, and written by root (mode 0644).
-    pub const fn read_write(name: &'static CStr) -> Self {
+    pub const fn read_write(name: &'static CStr, show: ShowFn<T>, store: StoreFn<T>) -> Self {
         Self {
             name,
-            writable: true,
+            show,
+            store: Some(store),
         }
     }
 
     fn mode(&self) -> bindings::umode_t {
-        if self.writable {
+        if self.store.is_some() {
             0o644
         } else {
             0o444
@@ -178,30 +196,18 @@ impl File {
     }
 }
 
-/// The files of a [`FileDir`] and how they are read and written.
+/// An object whose state the files of a [`FileDir`] show and set.
 ///
-/// `show()` and `store()` run in process context, may sleep, and may run
-/// on several CPUs at once, for the same file too.
-pub trait Files: Send + Sync + Sized + 'static {
-    /// The directory's files; `show()` and `store()` name a file by its
-    /// index in this list.
-    const FILES: &'static [File];
-
-    /// Writes the contents of file `file` to `out` (at most a page; more is
-    /// cut off).  An error is what `read()` returns.
-    fn show(&self, file: usize, out: &mut Emitter<'_>) -> Result;
-
-    /// Takes `input`, written to file `file`, one of those made with
-    /// [`File::read_write`].  An error is what `write()` returns; on
-    /// success the whole input counts as written.
-    fn store(&self, file: usize, input: &[u8]) -> Result {
-        let _ = (file, input);
-        Err(EACCES)
-    }
+/// The files' functions run in process context, may sleep, and may run on
+/// several CPUs at once, for the same file too.
+pub trait Files: Sized + Send + Sync + 'static {
+    /// The directory's files.
+    const FILES: &'static [Attribute<Self>];
 }
 
 /// The output of a file being read: formatted text, cut off at the end of
-/// its buffer (a page, for sysfs), as `sysfs_emit()` cuts it.
+/// its buffer, which for sysfs is a page less one byte, as `sysfs_emit()`
+/// cuts it.  Writing to it never fails: what does not fit is dropped.
 ///
 /// # Examples
 ///
@@ -285,40 +291,38 @@ struct Inner<T: Files> {
 /// ```
 /// use core::fmt::Write;
 /// use core::sync::atomic::{AtomicU64, Ordering};
-/// use kernel::{c_str, prelude::*};
-/// use kernel::sysfs::{Emitter, File, FileDir, Files, Parent};
+/// use kernel::sysfs::{Attribute, Emitter, Files, Parent};
+/// use kernel::{c_str, new_file_dir, prelude::*};
 ///
 /// struct Counter(AtomicU64);
 ///
+/// fn show_count(c: &Counter, out: &mut Emitter<'_>) -> Result {
+///     writeln!(out, "{}", c.0.load(Ordering::Relaxed))?;
+///     Ok(())
+/// }
+///
+/// fn reset(c: &Counter, input: &[u8]) -> Result {
+///     if input != b"1\n" && input != b"1" {
+///         return Err(EINVAL);
+///     }
+///     c.0.store(0, Ordering::Relaxed);
+///     Ok(())
+/// }
+///
 /// impl Files for Counter {
-///     const FILES: &'static [File] = &[
-///         File::read_only(c_str!("count")),
-///         File::read_write(c_str!("reset")),
+///     const FILES: &'static [Attribute<Self>] = &[
+///         Attribute::read_only(c_str!("count"), show_count),
+///         Attribute::read_write(c_str!("reset"), show_count, reset),
 ///     ];
-///
-///     fn show(&self, file: usize, out: &mut Emitter<'_>) -> Result {
-///         match file {
-///             0 => writeln!(out, "{}", self.0.load(Ordering::Relaxed)).map_err(|_| EINVAL),
-///             _ => writeln!(out, "write 1 to reset").map_err(|_| EINVAL),
-///         }
-///     }
-///
-///     fn store(&self, _file: usize, input: &[u8]) -> Result {
-///         if input != b"1\n" && input != b"1" {
-///             return Err(EINVAL);
-///         }
-///         self.0.store(0, Ordering::Relaxed);
-///         Ok(())
-///     }
 /// }
 ///
 /// let name = c_str!("rust_sysfs_doctest");
-/// let dir = FileDir::new(name, Parent::mm()?, Counter(AtomicU64::new(7)))?;
+/// let dir = new_file_dir!(name, Parent::mm()?, Counter(AtomicU64::new(7)))?;
 /// assert_eq!(dir.data().0.load(Ordering::Relaxed), 7);
 /// // Dropping `dir` removes /sys/kernel/mm/rust_sysfs_doctest: the name is
 /// // free again.
 /// drop(dir);
-/// let again = FileDir::new(name, Parent::mm()?, Counter(AtomicU64::new(0)))?;
+/// let again = new_file_dir!(name, Parent::mm()?, Counter(AtomicU64::new(0)))?;
 /// # drop(again);
 /// # Ok::<(), Error>(())
 /// ```
@@ -346,7 +350,17 @@ impl<T: Files> FileDir<T> {
     /// Makes directory `name` in `parent`, with the files of
     /// [`T::FILES`](Files::FILES), which read and write `data`.  On failure
     /// `data` is dropped.  May sleep.
-    pub fn new(name: &CStr, parent: Parent<'_>, data: T) -> Result<Self> {
+    ///
+    /// Lockdep sees the files' active references (which removing the
+    /// directory waits for) in the class of `key`; [`new_file_dir!`] gives
+    /// each place in the source that makes directories a class of its own,
+    /// as C's static attribute tables have.
+    pub fn new(
+        name: &CStr,
+        parent: Parent<'_>,
+        data: T,
+        key: &'static LockClassKey,
+    ) -> Result<Self> {
         let n = T::FILES.len();
         let mut attrs = KVec::with_capacity(n, GFP_KERNEL)?;
         for file in T::FILES {
@@ -359,11 +373,11 @@ impl<T: Files> FileDir<T> {
                 ..Default::default()
             };
             // Lockdep takes the class of a file's active references from
-            // its attribute, and needs a static key for it (as
-            // `sysfs_attr_init()` gives attributes that are not static).
+            // its attribute, and needs a static key for one that is not
+            // static (as `sysfs_attr_init()` gives it in C).
             #[cfg(CONFIG_DEBUG_LOCK_ALLOC)]
             {
-                attr.key = crate::static_lock_class!().as_ptr();
+                attr.key = key.as_ptr();
             }
             attrs.push(Opaque::new(attr), GFP_KERNEL)?;
         }
@@ -372,6 +386,8 @@ impl<T: Files> FileDir<T> {
             attr_ptrs.push(attr.get(), GFP_KERNEL)?;
         }
         attr_ptrs.push(core::ptr::null_mut(), GFP_KERNEL)?;
+        #[cfg(not(CONFIG_DEBUG_LOCK_ALLOC))]
+        let _ = key;
         let inner = KBox::new(
             Inner {
                 kobj: Opaque::new(Default::default()),
@@ -473,8 +489,9 @@ impl<T: Files> FileDir<T> {
     ///
     /// # Safety
     ///
-    /// Called by sysfs only: `kobj` is a kobject of this type (so an
-    /// `Inner<T>`), kept in sysfs while the call runs, `attr` one of its
+    /// Called by sysfs only, which reaches these `sysfs_ops` only through
+    /// the `kobj_type` of a `FileDir<T>`: `kobj` is the kobject of an
+    /// `Inner<T>`, kept in sysfs while the call runs, `attr` one of its
     /// attributes and `buf` a buffer of `PAGE_SIZE` bytes.
     unsafe extern "C" fn show(
         kobj: *mut bindings::kobject,
@@ -487,11 +504,14 @@ impl<T: Files> FileDir<T> {
         let Some(file) = Self::file_of(inner, attr) else {
             return EINVAL.to_errno() as isize;
         };
-        // SAFETY: sysfs lends `buf`, `PAGE_SIZE` bytes, for this call.
-        let buf =
-            unsafe { core::slice::from_raw_parts_mut(buf.cast::<u8>(), crate::page::PAGE_SIZE) };
+        // SAFETY: sysfs lends `buf`, `PAGE_SIZE` bytes, for this call.  At
+        // most `PAGE_SIZE - 1` may be used: sysfs cuts a whole page short
+        // and complains.
+        let buf = unsafe {
+            core::slice::from_raw_parts_mut(buf.cast::<u8>(), crate::page::PAGE_SIZE - 1)
+        };
         let mut out = Emitter::new(buf);
-        match inner.data.show(file, &mut out) {
+        match (T::FILES[file].show)(&inner.data, &mut out) {
             Ok(()) => out.len as isize,
             Err(e) => e.to_errno() as isize,
         }
@@ -513,12 +533,13 @@ impl<T: Files> FileDir<T> {
         let Some(file) = Self::file_of(inner, attr) else {
             return EINVAL.to_errno() as isize;
         };
-        if !T::FILES[file].writable {
-            return EACCES.to_errno() as isize;
-        }
+        // A read-only file made writable with chmod: as `kobj_attr_store()`.
+        let Some(store) = T::FILES[file].store else {
+            return EIO.to_errno() as isize;
+        };
         // SAFETY: sysfs lends `buf`, `count` bytes, for this call.
         let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
-        match inner.data.store(file, input) {
+        match store(&inner.data, input) {
             Ok(()) => count as isize,
             Err(e) => e.to_errno() as isize,
         }
@@ -540,7 +561,23 @@ impl<T: Files> FileDir<T> {
 
 impl<T: Files> Drop for FileDir<T> {
     fn drop(&mut self) {
-        // SAFETY: `self` owns one reference to the kobject (type invariant).
-        unsafe { bindings::kobject_put(self.inner.as_ref().kobj.get()) };
+        // Without a reference to the `Inner`: the put may free it.
+        // SAFETY: `inner` is alive until the put below (type invariant).
+        let kobj = Opaque::raw_get(unsafe { core::ptr::addr_of!((*self.inner.as_ptr()).kobj) });
+        // SAFETY: `self` owns one reference (type invariant), which keeps
+        // the kobject alive for the removal and is then dropped.
+        unsafe {
+            bindings::kobject_del(kobj);
+            bindings::kobject_put(kobj);
+        }
     }
+}
+
+/// Makes a [`FileDir`]: `new_file_dir!(name, parent, data)`, with a lockdep
+/// class for its files that belongs to this place in the source.
+#[macro_export]
+macro_rules! new_file_dir {
+    ($name:expr, $parent:expr, $data:expr $(,)?) => {
+        $crate::sysfs::FileDir::new($name, $parent, $data, $crate::static_lock_class!())
+    };
 }
