@@ -83,25 +83,26 @@ macro_rules! number_file {
     };
 }
 
+/// A read-only file of an area's counter `$field`.
+macro_rules! area_stat {
+    ($field:ident) => {
+        Attribute::read_only(c_str!(stringify!($field)), |a: &AreaFiles, out| {
+            show_u64(out, a.stats().$field)
+        })
+    };
+}
+
 impl Files for AreaFiles {
     const FILES: &'static [Attribute<Self>] = &[
-        number_file!(AreaFiles, "total_pages", |a| a.stats().total_pages),
-        number_file!(AreaFiles, "primary_used_pages", |a| a
-            .stats()
-            .primary_used_pages),
-        number_file!(AreaFiles, "secondary_lent_pages", |a| a
-            .stats()
-            .secondary_lent_pages),
-        number_file!(AreaFiles, "alloc_success", |a| a.stats().alloc_success),
-        number_file!(AreaFiles, "alloc_fail", |a| a.stats().alloc_fail),
-        number_file!(AreaFiles, "discarded_pages", |a| a.stats().discarded_pages),
-        number_file!(AreaFiles, "release_pending_pages", |a| a
-            .stats()
-            .release_pending_pages),
-        number_file!(AreaFiles, "hwpoisoned_pages", |a| a
-            .stats()
-            .hwpoisoned_pages),
-        number_file!(AreaFiles, "bad_pages", |a| a.stats().bad_pages),
+        area_stat!(total_pages),
+        area_stat!(primary_used_pages),
+        area_stat!(secondary_lent_pages),
+        area_stat!(alloc_success),
+        area_stat!(alloc_fail),
+        area_stat!(discarded_pages),
+        area_stat!(release_pending_pages),
+        area_stat!(hwpoisoned_pages),
+        area_stat!(bad_pages),
         number_file!(AreaFiles, "thp", |a| u64::from(a.0.is_thp())),
     ];
 }
