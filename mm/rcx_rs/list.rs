@@ -405,11 +405,15 @@ impl<V: Send + Sync + AtomicDrop + Default + 'static> RcxList<V> {
     }
 
     /// Returns the update side, for tests.
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn rcx(&self) -> &Rcx {
         &self.rcx
     }
 
     /// Calls `f` with every item in key order, for tests.
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn for_each_item(&self, ctx: &mut MaySleep, f: impl FnMut(&Item<V>)) {
         let guard = rcu::read_lock(ctx);
         self.core.for_each_item(&guard, f)
@@ -481,6 +485,8 @@ impl<V: Send + Sync + AtomicDrop + Default + 'static> RcxList<V> {
     /// of the list's walks, inside the read-side section that still
     /// protects it; what it links to was linked during that section, so it
     /// is protected too.
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn key_after(&self, item: &Item<V>) -> u64 {
         // SAFETY: nested in the section that protects `item`; no code of
         // the caller runs under the guard, and the walk does not sleep.
@@ -492,6 +498,8 @@ impl<V: Send + Sync + AtomicDrop + Default + 'static> RcxList<V> {
     /// returns whether it finds `key`, for tests of readers standing on an
     /// item while it is removed.  `item` is protected as for
     /// [`RcxList::key_after`].
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn contains_from(&self, item: &Item<V>, key: u64) -> bool {
         // SAFETY: nested in the section that protects `item`; no code of
         // the caller runs under the guard, and the walk does not sleep.

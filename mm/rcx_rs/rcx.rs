@@ -42,8 +42,6 @@
 //!
 //! See `Documentation/mm/rcx.rst`.
 
-#![cfg_attr(not(CONFIG_RCX_KUNIT_TEST), allow(dead_code))]
-
 use core::{
     ffi::c_uint,
     sync::atomic::{AtomicU64, Ordering},
@@ -147,6 +145,8 @@ impl Header {
     /// Returns an initialiser of a header, to run at its final address
     /// (`KBox::pin_init`, `Arc::pin_init`); `ENOMEM` if the node words
     /// cannot be allocated with `flags`.
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn new(flags: kernel::alloc::Flags) -> impl PinInit<Self, Error> {
         try_pin_init!(Self {
             locks: NodeLocks::new(flags)?,
@@ -155,6 +155,8 @@ impl Header {
     }
 
     /// Returns the view [`Rcx::attempt`] takes.
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn view(&self) -> HeaderRef<'_> {
         HeaderRef {
             locks: self.locks.words(),
@@ -357,6 +359,8 @@ impl Rcx {
 
     /// Returns the update side with every update going through phase 1,
     /// even when its global locks are free: for tests of phase 1.
+    // Used only by the KUnit suites.
+    #[cfg(CONFIG_RCX_KUNIT_TEST)]
     pub(crate) fn phase1_always(mut self) -> Self {
         self.try_globals_first = false;
         self
