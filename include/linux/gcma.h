@@ -25,16 +25,12 @@
 /* Upper bound on "gcma=" areas; more are refused with a boot message. */
 #define GCMA_MAX_AREAS		8
 #define GCMA_AREA_NAME_LEN	16
-/* Buckets of the allocation latency histogram: [2^i, 2^(i+1)) ns. */
-#define GCMA_LAT_BUCKETS	32
 
 struct address_space;
 struct alloc_tag;
 struct cma;
-struct dentry;
 struct folio;
 struct page;
-struct seq_file;
 struct super_block;
 
 /**
@@ -184,7 +180,6 @@ static inline unsigned long gcma_area_pfn(unsigned long start_pfn,
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
 void gcma_area_check_frees(struct gcma_area *area);
-void gcma_area_add_debugfs(struct gcma_area *area);
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
 			    unsigned int align);
 void gcma_alloc_done(const struct gcma_area *area, struct page *page,
@@ -300,7 +295,6 @@ static inline void gcma_thp_init(void) { }
  * crate.
  */
 int gcma_rs_init(void);
-void gcma_rs_alloc_latency(struct gcma_area *area, u64 *buckets);
 
 int gcma_rs_thp_set_mode(unsigned int mode);
 unsigned int gcma_rs_thp_mode(void);
@@ -312,10 +306,6 @@ struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
-/* Fragmentation metrics (mm/gcma_rs/frag.rs) for frag_debugfs.c. */
-int gcma_rs_frag_show(struct seq_file *m);
-/* The debugfs directory gcma/ (mm/gcma_rs/area.c, CONFIG_DEBUG_FS). */
-struct dentry *gcma_debugfs_root(void);
 /* DMEM (mm/gcma_rs/dmem_client.rs); -ENODEV without an instance. */
 int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
 int gcma_dmem_rs_enabled(unsigned int client);

@@ -13,10 +13,9 @@
  * - allocation tags: gcma_alloc() and gcma_alloc_gfp() count the pages
  *   they allocate under their caller's tag, and pages lent to DMEM are
  *   counted under a tag of their own; a tag is a static object that a C
- *   macro makes;
- * - /sys/kernel/debug/gcma/<area>/alloc_latency (a log2 histogram of the
- *   time an allocation takes): a seq_file, which Rust has no abstraction
- *   for.  The sysfs files are Rust (sysfs.rs).
+ *   macro makes.
+ *
+ * The sysfs and debugfs files are Rust (sysfs.rs, debugfs.rs).
  *
  * Nothing here touches a struct page.
  */
@@ -24,11 +23,9 @@
 #define pr_fmt(fmt) "gcma: " fmt
 
 #include <linux/alloc_tag.h>
-#include <linux/debugfs.h>
 #include <linux/gcma.h>
 #include <linux/mm.h>
 #include <linux/sched.h>
-#include <linux/seq_file.h>
 #include <linux/static_key.h>
 
 #define CREATE_TRACE_POINTS
@@ -143,49 +140,3 @@ void gcma_lend_tag_exit(struct alloc_tag *tag, struct alloc_tag *old)
 {
 	alloc_tag_restore(tag, old);
 }
-
-#ifdef CONFIG_DEBUG_FS
-static int gcma_latency_show(struct seq_file *m, void *unused)
-{
-	u64 lat[GCMA_LAT_BUCKETS];
-	unsigned int i;
-
-	gcma_rs_alloc_latency(m->private, lat);
-	seq_puts(m, "# allocations taking [2^i, 2^(i+1)) ns\n");
-	for (i = 0; i < GCMA_LAT_BUCKETS; i++)
-		if (lat[i])
-			seq_printf(m, "%12llu %llu\n", 1ULL << i, lat[i]);
-	return 0;
-}
-DEFINE_SHOW_ATTRIBUTE(gcma_latency);
-
-/**
- * gcma_debugfs_root() - the directory /sys/kernel/debug/gcma
- *
- * Created at the first call.  Called at boot only, from initcalls, which
- * run one at a time.
- *
- * Return: the directory (an error pointer if it could not be made; the
- * debugfs calls ignore such a parent).
- */
-struct dentry *gcma_debugfs_root(void)
-{
-	static struct dentry *root;
-
-	if (!root)
-		root = debugfs_create_dir("gcma", NULL);
-	return root;
-}
-
-/* The debugfs files of an area just put in service. */
-void gcma_area_add_debugfs(struct gcma_area *area)
-{
-	struct dentry *dir;
-
-	dir = debugfs_create_dir(area->name, gcma_debugfs_root());
-	debugfs_create_file("alloc_latency", 0444, dir, area,
-			    &gcma_latency_fops);
-}
-#else
-void gcma_area_add_debugfs(struct gcma_area *area) { }
-#endif

@@ -88,8 +88,9 @@ impl GcmaArea {
     /// Publishes `state` as the area's allocator state and puts the area
     /// in service.  The page allocator's free paths check the area's pfns
     /// first (no page of it can be freed before an allocation, which needs
-    /// the state), then allocations may start, then the sysfs and debugfs
-    /// files appear.  Called once per area, once the free path can find
+    /// the state), then allocations may start, then the sysfs files
+    /// appear (its debugfs files come once every area is in service,
+    /// `crate::debugfs::init()`).  Called once per area, once the free path can find
     /// `state` by pfn ([`crate::area_of_pfn`]).
     pub(crate) fn publish(&'static self, state: &'static Area) {
         // SAFETY: the descriptor is ours.
@@ -100,8 +101,6 @@ impl GcmaArea {
         self.rs()
             .store((state as *const Area).cast_mut(), Ordering::Release);
         crate::sysfs::add_area(self);
-        // SAFETY: the descriptor is ours, its state just published.
-        unsafe { bindings::gcma_area_add_debugfs(self.as_ptr()) };
     }
 
     /// Returns the C descriptor, for the calls into `area.c`.

@@ -214,30 +214,6 @@ pub(crate) unsafe extern "C" fn gcma_stats(
     }
 }
 
-/// Copies the allocation latency histogram of an area into `buckets`
-/// (`GCMA_LAT_BUCKETS` entries; all zero if the area is not in service).
-///
-/// # Safety
-///
-/// `area` as for [`gcma_release`]; `buckets` valid for writes of
-/// `GCMA_LAT_BUCKETS` values.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_rs_alloc_latency(
-    area: *mut bindings::gcma_area,
-    buckets: *mut u64,
-) {
-    // SAFETY: `area` is NULL or a descriptor of the table, and `buckets`
-    // is valid for writes of `GCMA_LAT_BUCKETS` values (the caller's
-    // contract), as an array of that many.
-    unsafe {
-        let state = state_of(area);
-        let counts = core::array::from_fn::<u64, LAT_BUCKETS, _>(|i| {
-            state.map_or(0, |a| a.lat[i].load(Ordering::Relaxed) as u64)
-        });
-        buckets.cast::<[u64; LAT_BUCKETS]>().write_unaligned(counts);
-    }
-}
-
 /// Returns the descriptor of the area in service that holds page frame
 /// `pfn`, or NULL: for the page allocator's pfn walkers, through
 /// `gcma_pfn_in_area()`, and the THP tests.  Any context.

@@ -47,14 +47,14 @@
 //! The arithmetic is in pure functions of the counts ([`unusable_index`],
 //! [`fragmentation_index`], [`Pollution::of`], [`ZoneMetrics::from_counts`],
 //! and [`census_with`] for the census) so that the tests check it on known
-//! layouts; [`ZoneMetrics::measure`] feeds them a real zone.  `frag_debugfs.c` shows the result in
-//! `/sys/kernel/debug/gcma/fragmentation`, one line per populated zone.
+//! layouts; [`ZoneMetrics::measure`] feeds them a real zone.  [`show`]
+//! writes the result to `/sys/kernel/debug/gcma/fragmentation`
+//! (`crate::debugfs`), one line per populated zone.
 
 use core::{fmt, ops::Range};
 use kernel::{
     bindings,
     delay::{self, MaySleep},
-    ffi::c_int,
     mm::{
         zone::{
             self, FreeArea, MigrateType, OnlineMems, PageSnapshot, Pageblock, Zone, NR_PAGE_ORDERS,
@@ -62,8 +62,9 @@ use kernel::{
         MAX_PAGE_ORDER,
     },
     prelude::*,
-    str::CString,
 };
+#[cfg(CONFIG_DEBUG_FS)]
+use kernel::{seq_file::SeqFile, seq_print};
 
 /// The order the metrics single out: a PMD-sized huge page, and a
 /// pageblock with 4 KiB pages (order 9).
@@ -340,13 +341,14 @@ impl ZoneMetrics {
     }
 
     /// Measures `zone`: a racy snapshot of its free blocks, then a census
-    /// of each pageblock.  May sleep.
+    /// of each pageblock.  May sleep, which `ctx`, the caller's token,
+    /// allows.
     ///
     /// Pageblocks that overlap a GCMA area are left out of the pollution
     /// measure: the area's pages never were the buddy allocator's, and
     /// those its primary clients hold off the LRU would read as unmovable
     /// pages in a movable block, which says nothing about fragmentation.
-    pub(crate) fn measure(zone: &'static Zone) -> Self {
+    pub(crate) fn measure(zone: &'static Zone, ctx: &MaySleep) -> Self {
         let free = zone.free_area();
         let mut pollution = Pollution::default();
         let mut areas = [(0usize, 0usize); bindings::GCMA_MAX_AREAS as usize];
@@ -359,11 +361,7 @@ impl ZoneMetrics {
                 .iter()
                 .any(|&(lo, hi)| start < hi && start + block > lo)
         };
-        // SAFETY: `measure()` runs for `gcma_rs_frag_show()` (a seq_file
-        // show callback, process context by its contract) and for KUnit
-        // cases, with no atomic section active.
-        let ctx = unsafe { MaySleep::new() };
-        for_each_census(zone, &ctx, |pb, c| {
+        for_each_census(zone, ctx, |pb, c| {
             if !in_area(pb.start_pfn()) {
                 pollution.add(pb.migrate_type(), c)
             }
@@ -412,38 +410,13 @@ impl fmt::Display for ZoneMetrics {
     }
 }
 
-/// Writes `s` to the seq_file `m`.
-///
-/// # Safety
-///
-/// `m` must be the seq_file of a `show` callback in progress.
-unsafe fn seq_write(m: *mut bindings::seq_file, s: &[u8]) {
-    // SAFETY: `m` is valid by the function's contract and `s` is a valid
-    // buffer of `s.len()` bytes.  An overflow is recorded in `m` itself
-    // (seq_file then calls `show` again with a larger buffer).
-    unsafe { bindings::seq_write(m, s.as_ptr().cast(), s.len()) };
-}
-
-/// Shows the fragmentation metrics of every populated zone in `m`: the
-/// `show` callback of `/sys/kernel/debug/gcma/fragmentation`
-/// (`frag_debugfs.c`).  Returns 0, or `-ENOMEM` when a line cannot be
-/// formatted.
-///
-/// # Safety
-///
-/// `m` must be the seq_file of a `show` callback in progress, in process
-/// context.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_rs_frag_show(m: *mut bindings::seq_file) -> c_int {
-    // SAFETY: by the function's contract.
-    unsafe { seq_write(m, HEADER.as_bytes()) };
+/// Shows the fragmentation metrics of every populated zone in `m`, a
+/// header line and a line per zone: `/sys/kernel/debug/gcma/fragmentation`
+/// (`crate::debugfs`).  May sleep, which `ctx`, the caller's token, allows.
+#[cfg(CONFIG_DEBUG_FS)]
+pub(crate) fn show(m: &SeqFile, ctx: &MaySleep) {
+    seq_print!(m, "{}", HEADER);
     for z in zone::all_zones().filter(|z| z.is_populated()) {
-        let line = match CString::try_from_fmt(kernel::fmt!("{}\n", ZoneMetrics::measure(z))) {
-            Ok(line) => line,
-            Err(e) => return e.to_errno(),
-        };
-        // SAFETY: by the function's contract.
-        unsafe { seq_write(m, line.as_bytes()) };
+        seq_print!(m, "{}\n", ZoneMetrics::measure(z, ctx));
     }
-    0
 }

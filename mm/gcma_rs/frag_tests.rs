@@ -341,7 +341,7 @@ fn real_zones_consistent() -> Result {
     let pfn = block.pfn();
     let mut spanning = 0;
     for z in zone::all_zones().filter(|z| z.is_populated()) {
-        check_invariants(&ZoneMetrics::measure(z));
+        check_invariants(&ZoneMetrics::measure(z, &ctx));
         if !z.pfns().contains(&pfn) {
             continue;
         }
@@ -364,7 +364,7 @@ fn real_zones_consistent() -> Result {
     drop(block);
     let mut zones = 0;
     for z in zone::all_zones().filter(|z| z.is_populated()) {
-        check_invariants(&ZoneMetrics::measure(z));
+        check_invariants(&ZoneMetrics::measure(z, &ctx));
         zones += 1;
     }
     kunit_expect!(zones > 0);

@@ -21,7 +21,9 @@
 //!   side).
 //! - [`frag`]: fragmentation metrics of the zones (unusable free space
 //!   index, the kernel's fragmentation index, pageblock pollution) for
-//!   `/sys/kernel/debug/gcma/fragmentation` (`frag_debugfs.c`).
+//!   `/sys/kernel/debug/gcma/fragmentation`.
+//! - `debugfs`: the debugfs files, `fragmentation` and each area's
+//!   `alloc_latency`.
 //!
 //! - [`entry`]: the functions C calls: the allocation and release entry
 //!   points (which the CMA interface also reaches for areas registered with
@@ -54,6 +56,8 @@ use kernel::{
 // (`#[cfg(...)]` on each, saying which tests use it).
 mod area_map;
 mod boot;
+#[cfg(CONFIG_DEBUG_FS)]
+mod debugfs;
 mod dmem;
 mod dmem_client;
 mod dmem_hooks;
@@ -103,7 +107,7 @@ const TRIES_PER_LOCK: usize = 32;
 const RESTARTS: usize = 2;
 
 /// Buckets of the allocation latency histogram: `[2^i, 2^(i+1))` ns.
-pub(crate) const LAT_BUCKETS: usize = bindings::GCMA_LAT_BUCKETS as usize;
+pub(crate) const LAT_BUCKETS: usize = 32;
 
 /// The allocator state of one area in service.
 ///
@@ -170,25 +174,27 @@ static IN_SERVICE: [AtomicPtr<Area>; bindings::GCMA_MAX_AREAS as usize] =
     [const { AtomicPtr::new(core::ptr::null_mut()) }; bindings::GCMA_MAX_AREAS as usize];
 static NR_IN_SERVICE: AtomicUsize = AtomicUsize::new(0);
 
-/// Returns the area in service that holds page frame `pfn`.
-pub(crate) fn area_of_pfn(pfn: usize) -> Option<&'static Area> {
+/// Returns the areas in service, in the order they went in service.  Any
+/// context.
+pub(crate) fn areas_in_service() -> impl Iterator<Item = &'static Area> {
     let n = NR_IN_SERVICE.load(Ordering::Acquire);
-    IN_SERVICE[..n].iter().find_map(|a| {
+    IN_SERVICE[..n].iter().map(|a| {
         // SAFETY: the entries below `NR_IN_SERVICE` (acquire) were set to
         // leaked `Area`s before it was raised (release).
-        let a = unsafe { &*a.load(Ordering::Relaxed) };
-        a.frames.index_of_pfn(pfn).map(|_| a)
+        unsafe { &*a.load(Ordering::Relaxed) }
     })
+}
+
+/// Returns the area in service that holds page frame `pfn`.
+pub(crate) fn area_of_pfn(pfn: usize) -> Option<&'static Area> {
+    areas_in_service().find(|a| a.frames.index_of_pfn(pfn).is_some())
 }
 
 /// Returns an area in service with a page frame in `start..end`.
 pub(crate) fn area_in_pfn_range(start: usize, end: usize) -> Option<&'static Area> {
-    let n = NR_IN_SERVICE.load(Ordering::Acquire);
-    IN_SERVICE[..n].iter().find_map(|a| {
-        // SAFETY: as in `area_of_pfn`.
-        let a = unsafe { &*a.load(Ordering::Relaxed) };
+    areas_in_service().find(|a| {
         let base = a.frames.base_pfn();
-        (base < end && start < base + a.frames.nr_pages()).then_some(a)
+        base < end && start < base + a.frames.nr_pages()
     })
 }
 
@@ -643,6 +649,8 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
             sysfs::add_thp();
         }
     }
+    #[cfg(CONFIG_DEBUG_FS)]
+    debugfs::init();
     if !ready.is_empty() {
         pr_info!("{} area(s) ready\n", ready.len());
         if let Err(e) = dmem_client::init(&ready) {
