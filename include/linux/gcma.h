@@ -306,27 +306,17 @@ struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
-/* DMEM (mm/gcma_rs/dmem_client.rs); -ENODEV without an instance. */
-int gcma_dmem_rs_stats(unsigned int client, struct gcma_dmem_stats *st);
+/*
+ * DMEM (mm/gcma_rs/dmem_client.rs): a client's switch (-ENODEV without an
+ * instance), and the swap entry points the KUnit suite of cma_test.c
+ * fills DMEM through.
+ */
 int gcma_dmem_rs_enabled(unsigned int client);
 int gcma_dmem_rs_set_enabled(unsigned int client, bool on);
-void gcma_dmem_rs_refused_large(unsigned int client);
-bool gcma_dmem_rs_store_file(const struct gcma_dmem_file_key *key,
-			     unsigned long index, struct page *page);
-bool gcma_dmem_rs_load_file(const struct gcma_dmem_file_key *key,
-			    unsigned long index, struct page *page);
-unsigned long gcma_dmem_rs_invalidate_file(const struct gcma_dmem_file_key *key,
-					   unsigned long first,
-					   unsigned long last);
-unsigned long gcma_dmem_rs_invalidate_sb(u32 sb);
 bool gcma_dmem_rs_store_swap(unsigned int type, unsigned long offset,
 			     struct page *page);
 bool gcma_dmem_rs_load_swap(unsigned int type, unsigned long offset,
 			    struct page *page);
-unsigned long gcma_dmem_rs_invalidate_swap(unsigned int type,
-					   unsigned long offset,
-					   unsigned long nr);
-unsigned long gcma_dmem_rs_invalidate_swap_type(unsigned int type);
 
 /*
  * DMEM hooks of the swap and page-cache paths (mm/gcma_rs/dmem_hooks.rs,

@@ -384,26 +384,11 @@ pub(crate) fn discard<'a>(ctx: &delay::MaySleep, area: &'a Area, run: &mut Claim
     end(Phase::DmemDiscard, t);
 }
 
-/// Fills `*st` with the counters of client `client`: 0, or `-ENODEV` if
-/// there are no instances, `-EINVAL` for an unknown client.
-///
-/// # Safety
-///
-/// `st` must be valid for writes.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_dmem_rs_stats(
-    client: c_uint,
-    st: *mut bindings::gcma_dmem_stats,
-) -> c_int {
-    let Some(d) = dmems() else {
-        return ENODEV.to_errno();
-    };
-    let Some(c) = d.client(client) else {
-        return EINVAL.to_errno();
-    };
-    // SAFETY: guaranteed by the caller.
-    unsafe { st.write(c.stats()) };
-    0
+/// The counters of client `client`: `ENODEV` if there are no instances,
+/// `EINVAL` for an unknown client.
+pub(crate) fn client_stats(client: c_uint) -> Result<bindings::gcma_dmem_stats> {
+    let d = dmems().ok_or(ENODEV)?;
+    Ok(d.client(client).ok_or(EINVAL)?.stats())
 }
 
 /// Whether client `client` is on (1) or off (0); `-ENODEV` without
@@ -432,98 +417,50 @@ pub(crate) extern "C" fn gcma_dmem_rs_set_enabled(client: c_uint, on: bool) -> c
 }
 
 /// Counts a large folio that the hooks of client `client` did not store.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_dmem_rs_refused_large(client: c_uint) {
+pub(crate) fn refused_large(client: c_uint) {
     if let Some(c) = dmems().and_then(|d| d.client(client)) {
         c.refused_large();
     }
 }
 
-/// The file key of `(*key, index)`.
-///
-/// # Safety
-///
-/// `key` must be valid for reads.
-unsafe fn file_key(key: *const bindings::gcma_dmem_file_key, index: c_ulong) -> FileKey {
-    // SAFETY: guaranteed by the caller.
-    let k = unsafe { &*key };
-    FileKey {
-        sb: k.sb,
-        ino: k.ino,
-        index: index as u64,
-    }
-}
-
-/// Stores a copy of the clean page-cache page `page` under `(*key, index)`;
-/// returns whether it was stored.  Never sleeps.
-///
-/// # Safety
-///
-/// `key` must be valid for reads; `page` must be a locked, uptodate page of
-/// the page cache, valid for the call, whose memory nobody writes during it.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_dmem_rs_store_file(
-    key: *const bindings::gcma_dmem_file_key,
-    index: c_ulong,
-    page: *mut bindings::page,
-) -> bool {
+/// Stores a copy of the clean page-cache page `src` under `key`; returns
+/// whether it was stored.  Never sleeps.
+// The page-cache hooks store through the instance; the KUnit suites call
+// this.
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+pub(crate) fn store_file(key: &FileKey, src: SharedPage<'_>) -> bool {
     let Some(d) = dmems() else { return false };
-    // SAFETY: guaranteed by the caller.
-    let key = unsafe { file_key(key, index) };
-    // SAFETY: guaranteed by the caller: non-null, valid, mappable, not
-    // written.
-    let src = unsafe { SharedPage::from_raw(NonNull::new_unchecked(page)) };
-    matches!(d.file.store(&key, src), Some(StoreOutcome::Stored))
+    matches!(d.file.store(key, src), Some(StoreOutcome::Stored))
 }
 
-/// Copies the entry of `(*key, index)` into `page` and drops it; returns
-/// whether there was one.  Never sleeps.
-///
-/// # Safety
-///
-/// `key` must be valid for reads; `page` must be a locked page of the page
-/// cache, not uptodate, valid for the call, that nobody else accesses
-/// during it.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_dmem_rs_load_file(
-    key: *const bindings::gcma_dmem_file_key,
-    index: c_ulong,
-    page: *mut bindings::page,
-) -> bool {
+/// Copies the entry of `key` into `dst` and drops it; returns whether
+/// there was one.  Never sleeps.
+// As `store_file`.
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+pub(crate) fn load_file(key: &FileKey, dst: ExclusivePage<'_>) -> bool {
     let Some(d) = dmems() else { return false };
-    // SAFETY: guaranteed by the caller.
-    let key = unsafe { file_key(key, index) };
-    // SAFETY: guaranteed by the caller: non-null, valid, mappable, ours
-    // alone.
-    let dst = unsafe { ExclusivePage::from_raw(NonNull::new_unchecked(page)) };
-    d.file.load(&key, dst)
+    d.file.load(key, dst)
 }
 
-/// Drops the entries of pages `first..=last` of the file `*key`; returns
-/// how many there were.  Never sleeps.
-///
-/// # Safety
-///
-/// `key` must be valid for reads.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_dmem_rs_invalidate_file(
-    key: *const bindings::gcma_dmem_file_key,
-    first: c_ulong,
-    last: c_ulong,
-) -> c_ulong {
+/// Drops the entries of pages `first.index..=last` of the file of
+/// `first`; returns how many there were.  Never sleeps.
+// As `store_file`.
+#[cfg(CONFIG_GCMA_KUNIT_TEST)]
+pub(crate) fn invalidate_file(first: &FileKey, last: u64) -> usize {
     let Some(d) = dmems() else { return 0 };
-    // SAFETY: guaranteed by the caller.
-    let (lo, hi) = unsafe { (file_key(key, first), file_key(key, last)) };
-    d.file.invalidate_range(&lo, &hi) as c_ulong
+    let hi = FileKey {
+        index: last,
+        ..*first
+    };
+    d.file.invalidate_range(first, &hi)
 }
 
 /// Drops every entry of superblock `sb`; returns how many there were.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_dmem_rs_invalidate_sb(sb: u32) -> c_ulong {
+pub(crate) fn invalidate_sb(sb: u32) -> usize {
     let Some(d) = dmems() else { return 0 };
     let (lo, _) = FileKey::file_range(sb, 0);
     let (_, hi) = FileKey::file_range(sb, u64::MAX);
-    d.file.invalidate_range(&lo, &hi) as c_ulong
+    d.file.invalidate_range(&lo, &hi)
 }
 
 /// Stores a copy of the page `page`, being written to swap slot
@@ -576,14 +513,9 @@ pub(crate) unsafe extern "C" fn gcma_dmem_rs_load_swap(
 
 /// Drops the entries of the `nr` swap slots from `(swap_type, offset)`;
 /// returns how many there were.  Visits one bucket per cluster of slots.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_dmem_rs_invalidate_swap(
-    swap_type: c_uint,
-    offset: c_ulong,
-    nr: c_ulong,
-) -> c_ulong {
+pub(crate) fn invalidate_swap(swap_type: c_uint, offset: u64, nr: u64) -> usize {
     let Some(d) = dmems() else { return 0 };
-    let (mut first, end) = (offset as u64, (offset as u64).saturating_add(nr as u64));
+    let (mut first, end) = (offset, offset.saturating_add(nr));
     let mut dropped = 0;
     while first < end {
         // The last slot of `first`'s cluster, or of the range.
@@ -597,13 +529,12 @@ pub(crate) extern "C" fn gcma_dmem_rs_invalidate_swap(
         };
         first = last + 1;
     }
-    dropped as c_ulong
+    dropped
 }
 
 /// Drops every entry of swap type `swap_type`; returns how many there were.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_dmem_rs_invalidate_swap_type(swap_type: c_uint) -> c_ulong {
+pub(crate) fn invalidate_swap_type(swap_type: c_uint) -> usize {
     let Some(d) = dmems() else { return 0 };
     let (lo, hi) = SwapKey::device_range(swap_type);
-    d.swap.invalidate_range(&lo, &hi) as c_ulong
+    d.swap.invalidate_range(&lo, &hi)
 }

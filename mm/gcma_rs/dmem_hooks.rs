@@ -42,10 +42,7 @@
 
 use crate::{
     dmem::{FileKey, StoreOutcome, SwapKey},
-    dmem_client::{
-        dmems, gcma_dmem_rs_invalidate_sb, gcma_dmem_rs_invalidate_swap,
-        gcma_dmem_rs_invalidate_swap_type, gcma_dmem_rs_refused_large,
-    },
+    dmem_client::{dmems, invalidate_sb, invalidate_swap, invalidate_swap_type, refused_large},
 };
 use kernel::{
     bindings,
@@ -179,7 +176,7 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_evict_folio(
         return;
     }
     if reclaimed && folio.is_large() {
-        gcma_dmem_rs_refused_large(bindings::gcma_dmem_client_GCMA_DMEM_FILE);
+        refused_large(bindings::gcma_dmem_client_GCMA_DMEM_FILE);
     }
     invalidate_file(id, index, index + folio.nr_pages() - 1);
 }
@@ -322,7 +319,7 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_umount(sb: *mut bindings::super_bloc
     // SAFETY: the caller's contract.
     let sb = unsafe { SuperBlock::from_raw(sb) };
     if sb.iflags() & bindings::SB_I_GCMA_DMEM as c_ulong != 0 {
-        gcma_dmem_rs_invalidate_sb(sb.dev());
+        invalidate_sb(sb.dev());
     }
 }
 
@@ -339,8 +336,8 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_store(folio: *mut bindings::fol
     let folio = unsafe { LockedFolio::from_raw(folio) };
     let (swap_type, offset) = folio.swap_slot();
     if folio.is_large() {
-        gcma_dmem_rs_refused_large(bindings::gcma_dmem_client_GCMA_DMEM_SWAP);
-        gcma_dmem_rs_invalidate_swap(swap_type, offset, folio.nr_pages() as c_ulong);
+        refused_large(bindings::gcma_dmem_client_GCMA_DMEM_SWAP);
+        invalidate_swap(swap_type, offset as u64, folio.nr_pages() as u64);
         return;
     }
     let Some(d) = dmems() else { return };
@@ -401,19 +398,19 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_drop_folio(folio: *mut bindings
     // SAFETY: the caller's contract.
     let folio = unsafe { LockedFolio::from_raw(folio) };
     let (swap_type, offset) = folio.swap_slot();
-    gcma_dmem_rs_invalidate_swap(swap_type, offset, folio.nr_pages() as c_ulong);
+    invalidate_swap(swap_type, offset as u64, folio.nr_pages() as u64);
 }
 
 /// Swap slots `offset..offset + nr` of type `swap_type` are being freed.
 /// May be called under the swap device's lock; does not sleep.
 #[no_mangle]
 pub(crate) extern "C" fn __gcma_dmem_swap_free(swap_type: c_uint, offset: c_ulong, nr: c_uint) {
-    gcma_dmem_rs_invalidate_swap(swap_type, offset, nr as c_ulong);
+    invalidate_swap(swap_type, offset as u64, u64::from(nr));
 }
 
 /// Drops every entry of the swap device of type `swap_type`, being
 /// switched off.
 #[no_mangle]
 pub(crate) extern "C" fn __gcma_dmem_swapoff(swap_type: c_uint) {
-    gcma_dmem_rs_invalidate_swap_type(swap_type);
+    invalidate_swap_type(swap_type);
 }

@@ -11,8 +11,6 @@ use crate::{
 use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use kernel::{
     bindings, delay,
-    error::to_result,
-    ffi::c_ulong,
     kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq,
     mm::{
@@ -388,13 +386,7 @@ fn dmem_concurrent() -> Result {
 
 /// The counters of the swap client, read as sysfs reads them.
 fn swap_stats() -> Result<bindings::gcma_dmem_stats> {
-    let mut st = bindings::gcma_dmem_stats::default();
-    // SAFETY: `st` is writable.
-    let r = unsafe {
-        crate::dmem_client::gcma_dmem_rs_stats(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, &mut st)
-    };
-    to_result(r)?;
-    Ok(st)
+    crate::dmem_client::client_stats(bindings::gcma_dmem_client_GCMA_DMEM_SWAP)
 }
 
 /// Every counter moves as the operations imply; the switch refuses stores
@@ -479,9 +471,7 @@ fn dmem_hook_entry_points() -> Result {
     let d = instances()?;
     let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
     let mut dst = ContigPages::alloc(None, 0, GFP_KERNEL)?;
-    let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
-    let dp = dst.page_mut(0).ok_or(EINVAL)?.as_ptr();
-    let fk = |sb: u32, ino: u64| bindings::gcma_dmem_file_key { sb, ino };
+    let fk = |sb: u32, ino: u64, index: u64| FileKey { sb, ino, index };
     // Test-only superblock ids: no mounted file system has device 0xfffff.
     let (sb, other_sb) = (0xf_ffff_u32, 0xf_fffe_u32);
     let s0 = d.file.stats();
@@ -489,45 +479,50 @@ fn dmem_hook_entry_points() -> Result {
     // Pages 0..8 of inode 5 and page 0 of inode 6, each page its own bytes.
     for (ino, index) in Iterator::chain((0..8).map(|i| (5, i)), [(6, 0)]) {
         fill(src.page_mut(0).ok_or(EINVAL)?, ino, index)?;
-        // SAFETY: `src` is ours, allocated and not written during the call.
-        let stored = unsafe { dmem_client::gcma_dmem_rs_store_file(&fk(sb, ino), index as _, sp) };
+        let stored = dmem_client::store_file(&fk(sb, ino, index), src.page(0).ok_or(EINVAL)?);
         kunit_expect!(stored, "file store of {}:{} refused", ino, index);
     }
-    // SAFETY: as above; `other_sb` gets one page of inode 5 too.
-    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_store_file(&fk(other_sb, 5), 3, sp) });
-    // SAFETY: `dst` is ours alone.
-    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), 3, dp) });
+    // `other_sb` gets one page of inode 5 too.
+    kunit_expect!(dmem_client::store_file(
+        &fk(other_sb, 5, 3),
+        src.page(0).ok_or(EINVAL)?
+    ));
+    kunit_expect!(dmem_client::load_file(
+        &fk(sb, 5, 3),
+        dst.page_mut(0).ok_or(EINVAL)?
+    ));
     kunit_expect!(holds(dst.page(0).ok_or(EINVAL)?, 5, 3));
     // File loads drop the entry too (the page is in the page cache now):
     // a second load misses.
-    // SAFETY: as above.
-    kunit_expect!(!unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), 3, dp) });
+    kunit_expect!(!dmem_client::load_file(
+        &fk(sb, 5, 3),
+        dst.page_mut(0).ok_or(EINVAL)?
+    ));
 
     // Pages 2 and 4 of inode 5 go (3 was loaded); 1, 5 and the other
     // file stay.
-    // SAFETY: the key is valid for reads.
-    let n = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&fk(sb, 5), 2, 4) };
-    kunit_expect_eq!(n, 2);
+    kunit_expect_eq!(dmem_client::invalidate_file(&fk(sb, 5, 2), 4), 2);
     for (index, present) in [(1, true), (2, false), (4, false), (5, true)] {
-        // SAFETY: as above.
-        let hit = unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(sb, 5), index, dp) };
+        let hit = dmem_client::load_file(&fk(sb, 5, index), dst.page_mut(0).ok_or(EINVAL)?);
         kunit_expect!(hit == present, "page {} after invalidating 2..=4", index);
     }
-    // To the end of the file (ULONG_MAX), from page 5: 6 and 7 (5 was
-    // loaded).
-    // SAFETY: as above.
-    let n = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&fk(sb, 5), 5, c_ulong::MAX) };
-    kunit_expect_eq!(n, 2);
+    // To the end of the file, from page 5: 6 and 7 (5 was loaded).
+    kunit_expect_eq!(dmem_client::invalidate_file(&fk(sb, 5, 5), u64::MAX), 2);
     // Unmount: inode 5 page 0, inode 6 page 0; not the other sb.
-    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_sb(sb), 2);
-    // SAFETY: as above.
-    kunit_expect!(unsafe { dmem_client::gcma_dmem_rs_load_file(&fk(other_sb, 5), 3, dp) });
-    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_sb(other_sb), 0);
+    kunit_expect_eq!(dmem_client::invalidate_sb(sb), 2);
+    kunit_expect!(dmem_client::load_file(
+        &fk(other_sb, 5, 3),
+        dst.page_mut(0).ok_or(EINVAL)?
+    ));
+    kunit_expect_eq!(dmem_client::invalidate_sb(other_sb), 0);
     let s1 = d.file.stats();
     kunit_expect_eq!(s1.invalidations - s0.invalidations, 6);
     kunit_expect_eq!(s1.stored_pages, s0.stored_pages);
 
-    // Swap: type 5, slots 60..70 straddle a cluster boundary (64).
+    // Swap: type 5, slots 60..70 straddle a cluster boundary (64), stored
+    // and loaded through the C entry points that `cma_test.c` calls too.
+    let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
+    let dp = dst.page_mut(0).ok_or(EINVAL)?.as_ptr();
     let t = 5;
     for o in 60..70 {
         fill(src.page_mut(0).ok_or(EINVAL)?, 100, o)?;
@@ -541,7 +536,7 @@ fn dmem_hook_entry_points() -> Result {
     // SAFETY: as above.
     kunit_expect!(!unsafe { dmem_client::gcma_dmem_rs_load_swap(t, 61, dp) });
     // 62..=66 across the boundary: 5 entries.
-    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_swap(t, 62, 5), 5);
+    kunit_expect_eq!(dmem_client::invalidate_swap(t, 62, 5), 5);
     for (o, present) in [
         (60, true),
         (62, false),
@@ -554,10 +549,10 @@ fn dmem_hook_entry_points() -> Result {
         kunit_expect!(hit == present, "slot {} after invalidating 62..=66", o);
     }
     // 60 and 67 were loaded (and dropped) above: 63..70 minus them is 68, 69.
-    kunit_expect_eq!(dmem_client::gcma_dmem_rs_invalidate_swap_type(t), 2);
+    kunit_expect_eq!(dmem_client::invalidate_swap_type(t), 2);
 
     let large = d.swap.stats().refused_large;
-    dmem_client::gcma_dmem_rs_refused_large(bindings::gcma_dmem_client_GCMA_DMEM_SWAP);
+    dmem_client::refused_large(bindings::gcma_dmem_client_GCMA_DMEM_SWAP);
     kunit_expect_eq!(d.swap.stats().refused_large, large + 1);
     kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
     kunit_expect_eq!(d.swap.dmem.check_quiescent(), Ok(0));
@@ -575,9 +570,10 @@ fn dmem_store_from_poisoned_page() -> Result {
     fill(src.page_mut(0).ok_or(EINVAL)?, 7, 0)?;
     let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
     // A test-only superblock id, as in `dmem_hook_entry_points`.
-    let key = bindings::gcma_dmem_file_key {
+    let key = FileKey {
         sb: 0xf_fffd,
         ino: 7,
+        index: 0,
     };
     let (area, _, _) = first_area()?;
     let retired = || {
@@ -592,8 +588,7 @@ fn dmem_store_from_poisoned_page() -> Result {
     // cleared before the page is freed (the free path keeps poisoned
     // pages out of use).
     unsafe { bindings::SetPageHWPoison(sp) };
-    // SAFETY: `sp` is ours, allocated and not written during the call.
-    let stored = unsafe { dmem_client::gcma_dmem_rs_store_file(&key, 0, sp) };
+    let stored = dmem_client::store_file(&key, src.page(0).ok_or(EINVAL)?);
     // SAFETY: as above.
     unsafe { bindings::ClearPageHWPoison(sp) };
     kunit_expect!(!stored, "a store copied from a poisoned page");

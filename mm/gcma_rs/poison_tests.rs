@@ -11,6 +11,7 @@
 //! project aims for.
 
 use crate::{
+    dmem::FileKey,
     dmem_client,
     dmem_kernel::LendTag,
     dmem_tests::{fill, instances},
@@ -80,15 +81,21 @@ fn set_bad(area: &Area, i: usize, on: bool) {
 }
 
 /// Stores pages `0..n` of inode 9 of the test-only superblock `sb` in the
-/// file instance: each is lent an area page.  Returns the key.
-fn store_some(sb: u32, n: usize) -> Result<bindings::gcma_dmem_file_key> {
+/// file instance: each is lent an area page.  Returns the key of page 0.
+fn store_some(sb: u32, n: usize) -> Result<FileKey> {
     let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
-    let key = bindings::gcma_dmem_file_key { sb, ino: 9 };
+    let key = FileKey {
+        sb,
+        ino: 9,
+        index: 0,
+    };
     for i in 0..n {
         fill(src.page_mut(0).ok_or(EINVAL)?, 9, i as u64)?;
-        let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
-        // SAFETY: `sp` is ours, allocated and not written during the call.
-        let stored = unsafe { dmem_client::gcma_dmem_rs_store_file(&key, i as _, sp) };
+        let page = FileKey {
+            index: i as u64,
+            ..key
+        };
+        let stored = dmem_client::store_file(&page, src.page(0).ok_or(EINVAL)?);
         kunit_expect!(stored, "store {} refused", i);
     }
     Ok(key)
@@ -173,7 +180,7 @@ fn poisoned_during_discard() -> Result {
     let s2 = stats(area);
     kunit_expect_eq!(s2.hwpoisoned_pages, s0.hwpoisoned_pages);
     kunit_expect_eq!(s2.primary_used_pages, s0.primary_used_pages);
-    dmem_client::gcma_dmem_rs_invalidate_sb(sb);
+    dmem_client::invalidate_sb(sb);
     kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
     Ok(())
 }
@@ -227,8 +234,7 @@ fn failed_copy_retired() -> Result {
     for &i in second.iter() {
         area.note_failed_copy(i);
     }
-    // SAFETY: `key` is a valid key.
-    let dropped = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&key, 0, 0) };
+    let dropped = dmem_client::invalidate_file(&key, 0);
     kunit_expect_eq!(dropped, 1);
     let s2 = stats(area);
     kunit_expect_eq!(
@@ -241,7 +247,7 @@ fn failed_copy_retired() -> Result {
         kunit_expect!(area.unretire(i, PageFate::Poisoned));
     }
     kunit_expect_eq!(stats(area).hwpoisoned_pages, s0.hwpoisoned_pages);
-    dmem_client::gcma_dmem_rs_invalidate_sb(sb);
+    dmem_client::invalidate_sb(sb);
     kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
     Ok(())
 }
@@ -318,9 +324,10 @@ impl Race {
 /// stop, so that the allocations discard some.
 fn race_storer(r: &Race, seed: u64) -> Result {
     let mut src = ContigPages::alloc(None, 0, GFP_KERNEL)?;
-    let key = bindings::gcma_dmem_file_key {
+    let key = |index| FileKey {
         sb: RACE_SB,
         ino: 1,
+        index,
     };
     let mut rng = Rng::new(seed);
     // SAFETY: a worker of the case: process context, no atomic section.
@@ -328,9 +335,7 @@ fn race_storer(r: &Race, seed: u64) -> Result {
     while !r.stop.load(Ordering::Acquire) {
         let i = rng.below(512);
         fill(src.page_mut(0).ok_or(EINVAL)?, 1, i as u64)?;
-        let sp = src.page_mut(0).ok_or(EINVAL)?.as_ptr();
-        // SAFETY: `sp` is ours, allocated and not written during the call.
-        let _ = unsafe { dmem_client::gcma_dmem_rs_store_file(&key, i as _, sp) };
+        let _ = dmem_client::store_file(&key(i as u64), src.page(0).ok_or(EINVAL)?);
         if rng.below(8) == 0 {
             delay::cond_resched(&ctx);
         }
@@ -482,7 +487,7 @@ fn poison_races_allocations() -> Result {
 
     // Back from DMEM: every page lent in the race returns, a marked one
     // retired on the way.
-    dmem_client::gcma_dmem_rs_invalidate_sb(RACE_SB);
+    dmem_client::invalidate_sb(RACE_SB);
     let s1 = stats(area);
     kunit_expect_eq!(s1.secondary_lent_pages, s0.secondary_lent_pages);
     kunit_expect!(s1.hwpoisoned_pages - s0.hwpoisoned_pages <= POISONS as u64);
@@ -611,8 +616,7 @@ mod bad_page {
             return Err(EINVAL);
         };
         set_bad(area, given, true);
-        // SAFETY: `key` is a valid key.
-        let dropped = unsafe { dmem_client::gcma_dmem_rs_invalidate_file(&key, 0, 0) };
+        let dropped = dmem_client::invalidate_file(&key, 0);
         kunit_expect_eq!(dropped, 1);
         let s2 = stats(area);
         kunit_expect_eq!(s2.bad_pages, s1.bad_pages + 1);
@@ -626,7 +630,7 @@ mod bad_page {
         let s3 = stats(area);
         kunit_expect_eq!(s3.bad_pages, s0.bad_pages);
         kunit_expect_eq!(s3.primary_used_pages, s0.primary_used_pages);
-        dmem_client::gcma_dmem_rs_invalidate_sb(sb);
+        dmem_client::invalidate_sb(sb);
         kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
         Ok(())
     }
@@ -700,7 +704,7 @@ mod bad_page {
         let s2 = stats(area);
         kunit_expect_eq!(s2.bad_pages, s0.bad_pages);
         kunit_expect_eq!(s2.primary_used_pages, s0.primary_used_pages);
-        dmem_client::gcma_dmem_rs_invalidate_sb(sb);
+        dmem_client::invalidate_sb(sb);
         kunit_expect_eq!(d.file.dmem.check_quiescent(), Ok(0));
         Ok(())
     }

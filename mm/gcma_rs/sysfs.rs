@@ -133,8 +133,7 @@ impl DmemFiles {
 
     /// The client's counters; `ENODEV` before DMEM's instances exist.
     fn stats(&self) -> Result<bindings::gcma_dmem_stats> {
-        let client = dmems().and_then(|d| d.client(self.0)).ok_or(ENODEV)?;
-        Ok(client.stats())
+        dmem_client::client_stats(self.0)
     }
 
     /// `enabled`: 1 while the client is on.
