@@ -257,7 +257,6 @@ enum gcma_dmem_client {
 
 /* DMEM glue (mm/gcma_rs/dmem_switch.c). */
 bool gcma_dmem_boot_enabled(unsigned int client);
-int gcma_dmem_switch(unsigned int client, bool on);
 
 /* Guaranteed THP (mm/gcma_rs/thp.c, thp.rs): /sys/kernel/mm/gcma/thp/mode. */
 enum gcma_thp_mode {
@@ -307,12 +306,11 @@ struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
 /*
- * DMEM (mm/gcma_rs/dmem_client.rs): a client's switch (-ENODEV without an
- * instance), and the swap entry points the KUnit suite of cma_test.c
- * fills DMEM through.
+ * DMEM (mm/gcma_rs/dmem_client.rs): whether a client is on (-ENODEV
+ * without an instance), and the swap entry points the KUnit suite of
+ * cma_test.c fills DMEM through.
  */
 int gcma_dmem_rs_enabled(unsigned int client);
-int gcma_dmem_rs_set_enabled(unsigned int client, bool on);
 bool gcma_dmem_rs_store_swap(unsigned int type, unsigned long offset,
 			     struct page *page);
 bool gcma_dmem_rs_load_swap(unsigned int type, unsigned long offset,
@@ -326,7 +324,6 @@ bool gcma_dmem_rs_load_swap(unsigned int type, unsigned long offset,
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_file_on);
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_fences_on);
-void gcma_dmem_fences_start(void);
 void __gcma_dmem_evict_folio(struct folio *folio, bool reclaimed);
 bool __gcma_dmem_read_folio(struct folio *folio);
 void __gcma_dmem_invalidate_file(struct address_space *mapping,

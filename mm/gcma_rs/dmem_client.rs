@@ -19,14 +19,16 @@ use core::{
     sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering},
 };
 use kernel::{
-    bindings, delay,
-    error::to_result,
+    bindings, c_static_key_false,
+    delay::{self, MaySleep},
     ffi::{c_int, c_uint, c_ulong},
     mm::{
         frames::ClaimedRun,
         page_access::{ExclusivePage, SharedPage},
     },
+    new_mutex,
     prelude::*,
+    sync::Mutex,
 };
 
 /// Buckets of an instance: about one per 8 pages, a power of two in
@@ -233,6 +235,9 @@ pub(crate) struct Dmems {
     pub(crate) file: Client<KConfig<FileKey>>,
     /// Swap pages (exclusive loads).
     pub(crate) swap: Client<KConfig<SwapKey>>,
+    /// Serialises [`switch`]: a client's state and its hooks' key change
+    /// together.
+    switch_lock: Pin<KBox<Mutex<()>>>,
 }
 
 impl Dmems {
@@ -263,8 +268,9 @@ fn boot_enabled(client: c_uint) -> bool {
     unsafe { bindings::gcma_dmem_boot_enabled(client) }
 }
 
-/// Creates the instances over `areas` and their sysfs files.  Called once, by `gcma_rs_init()`.
-pub(crate) fn init(areas: &[&'static Area]) -> Result {
+/// Creates the instances over `areas` and their sysfs files.  Called once,
+/// by `gcma_rs_init()`, which `ctx` lets sleep.
+pub(crate) fn init(areas: &[&'static Area], ctx: &MaySleep) -> Result {
     if areas.is_empty() || !DMEMS.load(Ordering::Acquire).is_null() {
         return Err(EINVAL);
     }
@@ -296,6 +302,7 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
             // cache or the swap cache, so its copy would only take room.
             file: Client::new(areas, true, false)?,
             swap: Client::new(areas, true, false)?,
+            switch_lock: KBox::pin_init(new_mutex!((), "gcma_dmem_switch"), GFP_KERNEL)?,
         },
         GFP_KERNEL,
     )?;
@@ -305,14 +312,15 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
     // switches: one that began with the file client off could otherwise
     // see it come on, and reclaim store a folio the walk has not reached
     // yet (older than the write), which nothing would drop.
-    // SAFETY: FFI call without preconditions; process context.
-    unsafe { bindings::gcma_dmem_fences_start() };
+    // The key is never turned off.  DMEM starts in an initcall, before
+    // user space, so no walk is in flight that began without a fence.
+    c_static_key_false!(gcma_dmem_fences_on).enable(ctx);
     for client in [
         bindings::gcma_dmem_client_GCMA_DMEM_FILE,
         bindings::gcma_dmem_client_GCMA_DMEM_SWAP,
     ] {
         if boot_enabled(client) {
-            switch(client, true)?;
+            switch(client, true, ctx)?;
         }
     }
     // The instances the files read exist.
@@ -328,10 +336,30 @@ pub(crate) fn init(areas: &[&'static Area]) -> Result {
 }
 
 /// Switches client `client` (`enum gcma_dmem_client`) on or off, with its
-/// hooks, as writing its sysfs `enabled` file does.  May sleep.
-pub(crate) fn switch(client: c_uint, on: bool) -> Result {
-    // SAFETY: FFI call; any client value is checked by the callee.
-    to_result(unsafe { bindings::gcma_dmem_switch(client, on) })
+/// hooks, as writing its sysfs `enabled` file does: `ENODEV` without
+/// instances, `EINVAL` for an unknown client.
+///
+/// On, the hooks' static key goes on first, then the client takes stores.
+/// Off, the client refuses stores and drops its pages, then the key goes
+/// off: the invalidation hooks run for as long as the client holds a
+/// page.  Sleeps (flipping a key does), which `ctx` allows.
+pub(crate) fn switch(client: c_uint, on: bool, ctx: &MaySleep) -> Result {
+    let d = dmems().ok_or(ENODEV)?;
+    let c = d.client(client).ok_or(EINVAL)?;
+    let key = if client == bindings::gcma_dmem_client_GCMA_DMEM_FILE {
+        c_static_key_false!(gcma_dmem_file_on)
+    } else {
+        c_static_key_false!(gcma_dmem_swap_on)
+    };
+    let _guard = d.switch_lock.lock();
+    if on {
+        key.enable(ctx);
+    }
+    c.set_enabled(on);
+    if !on {
+        key.disable(ctx);
+    }
+    Ok(())
 }
 
 /// Discards the lent pages of `run`, the range a contiguous allocation
@@ -399,20 +427,6 @@ pub(crate) extern "C" fn gcma_dmem_rs_enabled(client: c_uint) -> c_int {
         None => ENODEV.to_errno(),
         Some(None) => EINVAL.to_errno(),
         Some(Some(c)) => c_int::from(c.enabled()),
-    }
-}
-
-/// Switches client `client` on or off (dropping its pages): 0, `-ENODEV`
-/// without instances, `-EINVAL` for an unknown client.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_dmem_rs_set_enabled(client: c_uint, on: bool) -> c_int {
-    match dmems().map(|d| d.client(client)) {
-        None => ENODEV.to_errno(),
-        Some(None) => EINVAL.to_errno(),
-        Some(Some(c)) => {
-            c.set_enabled(on);
-            0
-        }
     }
 }
 

@@ -4,70 +4,24 @@
  *
  * The store, the hooks of the swap and page-cache paths and the sysfs
  * files (/sys/kernel/mm/gcma/dmem/<client>/) are Rust (mm/gcma_rs/dmem*.rs,
- * sysfs.rs).  This file is C for what 6.12 gives Rust no way to do: it
- * parses "gcma.dmem_file=" and "gcma.dmem_swap=" (booleans, default on) as
- * early parameters, which run before the Rust crate starts, and defines
- * the static keys that the inline hooks of <linux/gcma.h> test and flips
- * them with the client's state (static keys are C objects).
+ * sysfs.rs), and so is the switch that flips a client's static key with
+ * its state (dmem_client.rs, on kernel::jump_label).  This file is C for
+ * what 6.12 gives Rust no way to do: it parses "gcma.dmem_file=" and
+ * "gcma.dmem_swap=" (booleans, default on) as early parameters, which run
+ * before the Rust crate starts, and defines the static keys that the
+ * inline hooks of <linux/gcma.h> test (static keys are C objects).
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
 
+#include <linux/errno.h>
 #include <linux/gcma.h>
 #include <linux/init.h>
-#include <linux/mutex.h>
 #include <linux/static_key.h>
 
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_file_on);
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_fences_on);
-
-/**
- * gcma_dmem_fences_start() - raise range fences from now on
- *
- * Called once by the Rust crate, when the DMEM instances exist and before
- * either client is switched on; the key is never turned off.  Direct-I/O
- * invalidation walks then fence their range whatever the file client's
- * switch says (see gcma_dmem_fence_begin()).  DMEM starts in an initcall,
- * before user space, so no walk is in flight that began without a fence.
- */
-void gcma_dmem_fences_start(void)
-{
-	static_branch_enable(&gcma_dmem_fences_on);
-}
-
-/* Serialises switching: the static key and the client's state change together. */
-static DEFINE_MUTEX(gcma_dmem_switch_lock);
-
-/**
- * gcma_dmem_switch() - turn a DMEM client on or off
- * @client: GCMA_DMEM_FILE or GCMA_DMEM_SWAP
- * @on: the new state
- *
- * On: the hooks are enabled first, then the client accepts stores.  Off:
- * the client refuses stores and drops its pages, then the hooks are
- * disabled; the invalidation hooks therefore run for as long as the
- * client holds any page.  May sleep.
- *
- * Return: 0, -EINVAL for an unknown client, -ENODEV without DMEM.
- */
-int gcma_dmem_switch(unsigned int client, bool on)
-{
-	struct static_key_false *key;
-	int ret;
-
-	if (client >= GCMA_DMEM_NR_CLIENTS)
-		return -EINVAL;
-	key = client == GCMA_DMEM_FILE ? &gcma_dmem_file_on : &gcma_dmem_swap_on;
-	mutex_lock(&gcma_dmem_switch_lock);
-	if (on)
-		static_branch_enable(key);
-	ret = gcma_dmem_rs_set_enabled(client, on);
-	if (!on || ret)
-		static_branch_disable(key);
-	mutex_unlock(&gcma_dmem_switch_lock);
-	return ret;
-}
 
 static const char *const gcma_dmem_names[GCMA_DMEM_NR_CLIENTS] = {
 	[GCMA_DMEM_FILE] = "file",

@@ -432,12 +432,19 @@ fn dmem_counters() -> Result {
         sw.store(&skey(9), src.page(0).ok_or(EINVAL)?),
         Some(StoreOutcome::Stored)
     );
-    switch(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, false)?;
+    // SAFETY: a KUnit case runs in process context, with no atomic section
+    // active.
+    let ctx = unsafe { delay::MaySleep::new() };
+    let hooks = kernel::c_static_key_false!(gcma_dmem_swap_on);
+    kunit_expect!(hooks.is_enabled());
+    switch(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, false, &ctx)?;
+    kunit_expect!(!hooks.is_enabled());
     kunit_expect_eq!(swap_stats()?.stored_pages, 0);
     kunit_expect_eq!(sw.store(&skey(9), src.page(0).ok_or(EINVAL)?), None);
     kunit_expect!(!sw.load(&skey(9), dst.page_mut(0).ok_or(EINVAL)?));
     kunit_expect_eq!(swap_stats()?.refused_disabled - s2.refused_disabled, 1);
-    switch(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, true)?;
+    switch(bindings::gcma_dmem_client_GCMA_DMEM_SWAP, true, &ctx)?;
+    kunit_expect!(hooks.is_enabled());
     kunit_expect_eq!(
         crate::dmem_client::gcma_dmem_rs_enabled(bindings::gcma_dmem_client_GCMA_DMEM_SWAP),
         1

@@ -653,7 +653,10 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     debugfs::init();
     if !ready.is_empty() {
         pr_info!("{} area(s) ready\n", ready.len());
-        if let Err(e) = dmem_client::init(&ready) {
+        // SAFETY: this function runs in process context, with no atomic
+        // section active (its own contract).
+        let ctx = unsafe { delay::MaySleep::new() };
+        if let Err(e) = dmem_client::init(&ready, &ctx) {
             pr_err!("dmem: not started: {:?}\n", e);
         }
     }

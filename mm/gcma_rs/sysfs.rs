@@ -30,6 +30,7 @@ use core::{
 };
 use kernel::{
     bindings, c_str,
+    delay::MaySleep,
     error::to_result,
     new_file_dir,
     prelude::*,
@@ -145,7 +146,7 @@ impl DmemFiles {
     /// `enabled`: a boolean in the words `gcma.dmem_<client>=` takes
     /// (`gcma_parse_bool()`, which allows one newline after it) switches
     /// the client, off dropping its pages.
-    fn store_enabled(&self, input: &[u8]) -> Result {
+    fn store_enabled(&self, input: &[u8], ctx: &MaySleep) -> Result {
         // The C parser needs the text NUL-terminated: at most 15 bytes,
         // which every word it takes fits in.
         let mut text = [0u8; 16];
@@ -160,7 +161,7 @@ impl DmemFiles {
             warn_not_boolean(self.0, input);
             return Err(EINVAL);
         }
-        dmem_client::switch(self.0, on)
+        dmem_client::switch(self.0, on, ctx)
     }
 
     /// Verify mode's counters of the client: verified, mismatches, skipped.
@@ -272,7 +273,7 @@ impl ThpFiles {
     }
 
     /// `mode`: a mode's name, and one newline.
-    fn store_mode(&self, input: &[u8]) -> Result {
+    fn store_mode(&self, input: &[u8], _ctx: &MaySleep) -> Result {
         let word = input.strip_suffix(b"\n").unwrap_or(input);
         let mode = crate::thp::Mode::all()
             .into_iter()

@@ -30,6 +30,7 @@
 use crate::{
     alloc::{flags::GFP_KERNEL, KBox, KVec},
     bindings,
+    delay::MaySleep,
     error::{code::*, Error, Result},
     ffi::c_char,
     str::CStr,
@@ -157,8 +158,9 @@ impl Drop for Dir {
 pub type ShowFn<T> = fn(&T, &mut Emitter<'_>) -> Result;
 
 /// How a file of a [`FileDir<T>`] is written: takes the bytes written (a
-/// trailing newline included).  On success the whole write counts as done.
-pub type StoreFn<T> = fn(&T, &[u8]) -> Result;
+/// trailing newline included), in process context, where the token lets
+/// it sleep.  On success the whole write counts as done.
+pub type StoreFn<T> = fn(&T, &[u8], &MaySleep) -> Result;
 
 /// One file of a [`FileDir<T>`]: its name, and the functions that read and
 /// write it.  An error they return is what `read()` or `write()` returns.
@@ -292,7 +294,7 @@ struct Inner<T: Files> {
 /// use core::fmt::Write;
 /// use core::sync::atomic::{AtomicU64, Ordering};
 /// use kernel::sysfs::{Attribute, Emitter, Files, Parent};
-/// use kernel::{c_str, new_file_dir, prelude::*};
+/// use kernel::{c_str, delay::MaySleep, new_file_dir, prelude::*};
 ///
 /// struct Counter(AtomicU64);
 ///
@@ -301,7 +303,7 @@ struct Inner<T: Files> {
 ///     Ok(())
 /// }
 ///
-/// fn reset(c: &Counter, input: &[u8]) -> Result {
+/// fn reset(c: &Counter, input: &[u8], _ctx: &MaySleep) -> Result {
 ///     if input != b"1\n" && input != b"1" {
 ///         return Err(EINVAL);
 ///     }
@@ -539,7 +541,10 @@ impl<T: Files> FileDir<T> {
         };
         // SAFETY: sysfs lends `buf`, `count` bytes, for this call.
         let input = unsafe { core::slice::from_raw_parts(buf.cast::<u8>(), count) };
-        match store(&inner.data, input) {
+        // SAFETY: sysfs calls `store()` from a write system call, holding
+        // only the open file's mutex and an active reference to the node.
+        let ctx = unsafe { MaySleep::new() };
+        match store(&inner.data, input, &ctx) {
             Ok(()) => count as isize,
             Err(e) => e.to_errno() as isize,
         }
