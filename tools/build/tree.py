@@ -44,6 +44,10 @@ STATE = os.path.join(KSRC, ".rsmm-state")
 PRISTINE_REL = ".rsmm-pristine"
 PRISTINE = os.path.join(KSRC, PRISTINE_REL)
 PRISTINE_LIST = os.path.join(PRISTINE, "files")
+# The snapshot's copies end in this, so that nothing that walks the kernel
+# tree for sources ('make rustfmt' finds every *.rs under it) takes them
+# for files of the tree.
+PRISTINE_SUFFIX = ".pristine"
 OVERLAY_DIRS = ["Documentation", "arch", "include", "init", "kernel", "lib",
                 "mm", "rust", "samples"]
 AUTHOR = "Rust MM developers <rust-mm@example.org>"
@@ -210,6 +214,12 @@ def ensure_tree():
     every cold make test, which needs none of it."""
     if os.path.isdir(KSRC):
         if os.path.isdir(os.path.join(KSRC, ".git")) or os.path.isfile(PRISTINE_LIST):
+            # A snapshot made before its copies had their suffix.
+            for root, _, names in os.walk(os.path.join(PRISTINE, "tree")):
+                for n in names:
+                    if not n.endswith(PRISTINE_SUFFIX):
+                        os.rename(os.path.join(root, n),
+                                  os.path.join(root, n + PRISTINE_SUFFIX))
             return
         raise TreeError("%s exists but is not a prepared tree; remove it "
                         "(make distclean) and run again" % KSRC)
@@ -229,7 +239,7 @@ def ensure_tree():
     for p in glob.glob(os.path.join(PATCH_DIR, "*.patch")):
         for rel in patched_paths(p):
             if os.path.isfile(os.path.join(src, rel)):
-                copy = os.path.join(src, PRISTINE_REL, "tree", rel)
+                copy = os.path.join(src, PRISTINE_REL, "tree", rel + PRISTINE_SUFFIX)
                 os.makedirs(os.path.dirname(copy), exist_ok=True)
                 shutil.copyfile(os.path.join(src, rel), copy)
     with open(os.path.join(src, PRISTINE_REL, "files"), "w", encoding="utf-8") as f:
@@ -318,7 +328,7 @@ def pristine_blob(path):
     new since the extraction changes a file the snapshot has no copy of)."""
     if path not in pristine_files():
         return None
-    copy = os.path.join(PRISTINE, "tree", path)
+    copy = os.path.join(PRISTINE, "tree", path + PRISTINE_SUFFIX)
     if os.path.isfile(copy):
         with open(copy, "rb") as f:
             return f.read()
@@ -521,7 +531,13 @@ def self_test():
         check("snapshot lists the pristine files",
               sorted(pristine_files()) == ["Makefile", "mm/a.c", "mm/b.c", "scripts/x.sh"])
         check("snapshot copies a patched file",
-              read(os.path.join(PRISTINE, "tree", "mm", "b.c")) == "b\n")
+              read(os.path.join(PRISTINE, "tree", "mm", "b.c" + PRISTINE_SUFFIX)) == "b\n")
+        # A copy named as a source file would be found by what walks the
+        # tree for sources ('make rustfmt' took lib.rs's for the tree's).
+        check("snapshot copies are not named as sources",
+              not any(n.endswith((".c", ".h", ".rs", ".sh"))
+                      for _, _, names in os.walk(os.path.join(PRISTINE, "tree"))
+                      for n in names))
 
         # Again, after a diff is dropped: b.c is back to its snapshot copy.
         os.unlink(os.path.join(PATCH_DIR, "b.patch"))
