@@ -79,3 +79,16 @@ void rsmm_frames_set_pageblock_migratetype(struct page *page, int mt)
 {
 	set_pageblock_migratetype(page, mt);
 }
+
+#ifdef CONFIG_NUMA
+nodemask_t *rsmm_policy_nodemask(gfp_t gfp, struct mempolicy *pol, pgoff_t ilx,
+				 int *nid)
+{
+	return policy_nodemask(gfp, pol, ilx, nid);
+}
+#endif
+
+struct folio *rsmm_page_rmappable_folio(struct page *page)
+{
+	return page_rmappable_folio(page);
+}

@@ -266,21 +266,6 @@ enum gcma_thp_mode {
 	GCMA_THP_NR_MODES,
 };
 
-/* Where a THP allocation looks, in order (the Rust decision's answer). */
-enum gcma_thp_plan {
-	GCMA_THP_PLAN_BUDDY,
-	GCMA_THP_PLAN_BUDDY_GCMA,
-	GCMA_THP_PLAN_GCMA_BUDDY,
-};
-
-/* Who asks for a GCMA THP. */
-enum gcma_thp_user {
-	GCMA_THP_FAULT,		/* the anonymous PMD fault */
-	GCMA_THP_COLLAPSE,	/* khugepaged's (or MADV_COLLAPSE's) anonymous collapse */
-};
-
-struct vm_area_struct;
-
 #ifdef CONFIG_GCMA_THP
 void __init gcma_thp_init(void);
 int gcma_thp_set_mode(unsigned int mode);
@@ -298,10 +283,6 @@ int gcma_rs_init(void);
 int gcma_rs_thp_set_mode(unsigned int mode);
 unsigned int gcma_rs_thp_mode(void);
 unsigned int gcma_rs_thp_nr_areas(void);
-int gcma_rs_thp_fault_plan(struct vm_area_struct *vma, unsigned long haddr);
-int gcma_rs_thp_collapse_plan(void);
-struct page *gcma_rs_thp_alloc(gfp_t gfp, int nid, const nodemask_t *allowed,
-			       unsigned int user);
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);

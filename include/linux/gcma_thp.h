@@ -5,9 +5,9 @@
  *
  * Each wrapper below replaces one allocation call of those paths.  While
  * the static key is off (mode "never", no THP area, or CONFIG_GCMA_THP=n)
- * it is that call and nothing else.  When it is on, the out-of-line glue
- * (mm/gcma_rs/thp.c) asks the Rust decision (mm/gcma_rs/thp.rs) where to
- * look, in which order: the buddy allocator, a GCMA THP area, or both.
+ * it is that call and nothing else.  When it is on, the call goes to
+ * Rust (mm/gcma_rs/thp.rs), which decides where to look, in which order:
+ * the buddy allocator, a GCMA THP area, or both.
  * A full area is an ordinary allocation failure: the caller falls back to
  * base pages as it always does.  See Documentation/mm/gcma.rst.
  */

@@ -4,17 +4,12 @@
  *
  * An area reserved with "gcma=<size>[@<base>]:thp" serves PMD-sized
  * anonymous folios when the buddy allocator has no free block of that
- * order.  The policy and the choice of area are Rust (thp.rs); this file
- * holds what the fault and collapse paths call (include/linux/gcma_thp.h),
- * the static key that keeps those paths untouched while the feature is
- * off, and "gcma.thp_mode="; the files of /sys/kernel/mm/gcma/thp/ are
- * Rust (sysfs.rs) and set the mode through gcma_thp_set_mode().
- *
- * An area is used only if its node is one the buddy allocation would
- * be allowed to use: for a fault, a node of the VMA's memory policy
- * (policy_nodemask(), as vma_alloc_folio() applies it) that the task's
- * cpuset allows; for a collapse, a node of the caller's mask that the
- * cpuset allows.  The preferred node's area comes first.
+ * order.  The policy, the choice of area and the allocations the fault
+ * and collapse paths make through include/linux/gcma_thp.h are Rust
+ * (thp.rs, on kernel::mm::mempolicy): an area is used only if its node is
+ * one the buddy allocation would be allowed to use, the preferred node's
+ * first.  The files of /sys/kernel/mm/gcma/thp/ are Rust too (sysfs.rs)
+ * and set the mode through gcma_thp_set_mode().
  *
  * The folio is an ordinary compound page of the area (gcma_alloc_gfp()
  * with __GFP_COMP); its caller charges it to the memcg and maps it like
@@ -22,11 +17,11 @@
  * after migration), its pages reach the page allocator's free path, whose
  * pfn check (gcma_free_page()) returns them to the area.
  *
- * This is C for what 6.12 gives Rust no way to do: the early parameter,
- * the static key and its mutex, the memory-policy and cpuset reads of the
- * fault path (get_vma_policy(), policy_nodemask() of mm/internal.h, and
- * cpusets_enabled(), a static branch), page_rmappable_folio() of
- * mm/internal.h, and the allocation-tag macro of the test's allocation.
+ * This is C for what 6.12 gives Rust no way to do: "gcma.thp_mode=", an
+ * early parameter parsed before the Rust crate starts, the static key
+ * and the mutex that serialises it with the mode (no static mutex in
+ * 6.12's Rust), and the allocation-tag macro of the KUnit suite's
+ * allocation.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -34,13 +29,10 @@
 #include <linux/gcma.h>
 #include <linux/gcma_thp.h>
 #include <linux/init.h>
-#include <linux/cpuset.h>
-#include <linux/mempolicy.h>
+#include <linux/mm.h>
 #include <linux/mutex.h>
 #include <linux/string.h>
 #include <linux/topology.h>
-
-#include "../internal.h"
 
 /* On while the mode is not "never" and a THP area is in service. */
 DEFINE_STATIC_KEY_FALSE(gcma_thp_on);
@@ -82,110 +74,6 @@ static int gcma_thp_apply(unsigned int mode)
 	else
 		static_branch_disable(&gcma_thp_on);
 	return 0;
-}
-
-/* Whether the current task's cpuset lets an allocation with @gfp use @nid. */
-static bool gcma_thp_cpuset_allows(int nid, gfp_t gfp)
-{
-#ifdef CONFIG_CPUSETS
-	return !cpusets_enabled() || cpuset_node_allowed(nid, gfp);
-#else
-	return true;
-#endif
-}
-
-/*
- * The nodes of @nmask (all if NULL) with memory that the current task's
- * cpuset lets an allocation with @gfp use, as the page allocator checks
- * them (cpuset_zone_allowed()).  Read without retry against a concurrent
- * change of the cpuset's mems, as the allocator's first pass does.
- */
-static void gcma_thp_nodes(gfp_t gfp, const nodemask_t *nmask,
-			   nodemask_t *allowed)
-{
-	int nid;
-
-	nodes_clear(*allowed);
-	for_each_node_state(nid, N_MEMORY) {
-		if (nmask && !node_isset(nid, *nmask))
-			continue;
-		if (!gcma_thp_cpuset_allows(nid, gfp))
-			continue;
-		node_set(nid, *allowed);
-	}
-}
-
-/*
- * A folio of a THP area on a node of @nmask for @user, preferably on @nid,
- * or NULL if none has room.
- */
-static struct folio *gcma_thp_alloc(gfp_t gfp, int nid, const nodemask_t *nmask,
-				    unsigned int user)
-{
-	struct page *page;
-	nodemask_t allowed;
-
-	gcma_thp_nodes(gfp, nmask, &allowed);
-	page = gcma_rs_thp_alloc(gfp | __GFP_COMP | __GFP_NOWARN, nid, &allowed,
-				 user);
-	return page ? page_rmappable_folio(page) : NULL;
-}
-
-/*
- * vma_alloc_folio()'s choice of nodes for the fault at @haddr, from the
- * VMA's memory policy (the task's, or the default).
- */
-static struct folio *gcma_thp_alloc_vma(gfp_t gfp, struct vm_area_struct *vma,
-					unsigned long haddr)
-{
-	int nid = numa_node_id();
-#ifdef CONFIG_NUMA
-	struct mempolicy *pol;
-	struct folio *folio;
-	nodemask_t *nmask;
-	pgoff_t ilx;
-
-	pol = get_vma_policy(vma, haddr, PMD_ORDER, &ilx);
-	nmask = policy_nodemask(gfp, pol, ilx, &nid);
-	/* Preferred nodes, not required: the page allocator falls back. */
-	if (pol->mode == MPOL_PREFERRED_MANY)
-		nmask = NULL;
-	folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_FAULT);
-	mpol_cond_put(pol);
-	return folio;
-#else
-	return gcma_thp_alloc(gfp, nid, NULL, GCMA_THP_FAULT);
-#endif
-}
-
-struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
-				   unsigned long haddr)
-{
-	int plan = gcma_rs_thp_fault_plan(vma, haddr);
-	struct folio *folio = NULL;
-
-	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
-		folio = gcma_thp_alloc_vma(gfp, vma, haddr);
-	/* In the caller's allocation tag (gcma_vma_alloc_thp()). */
-	if (!folio)
-		folio = vma_alloc_folio_noprof(gfp, PMD_ORDER, vma, haddr, true);
-	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
-		folio = gcma_thp_alloc_vma(gfp, vma, haddr);
-	return folio;
-}
-
-struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask)
-{
-	int plan = gcma_rs_thp_collapse_plan();
-	struct folio *folio = NULL;
-
-	if (plan == GCMA_THP_PLAN_GCMA_BUDDY)
-		folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_COLLAPSE);
-	if (!folio)
-		folio = __folio_alloc_noprof(gfp, PMD_ORDER, nid, nmask);
-	if (!folio && plan == GCMA_THP_PLAN_BUDDY_GCMA)
-		folio = gcma_thp_alloc(gfp, nid, nmask, GCMA_THP_COLLAPSE);
-	return folio;
 }
 
 #ifdef CONFIG_GCMA_KUNIT_TEST

@@ -11,21 +11,30 @@
 //! `Thp.cma` (GCMA first); here they are the modes `never`, `fallback` and
 //! `always` of `/sys/kernel/mm/gcma/thp/mode`.
 //!
-//! The C glue (`thp.c`) asks [`decide`] where to look for each fault and
-//! collapse, and this module picks the area ([`alloc`]) among those on the
-//! nodes the allocation may use (the task's memory policy and cpuset, or
-//! the collapse's node mask, as the page allocator would apply them): one
-//! on the preferred node first, then any other allowed.  A full area is an
-//! ordinary failure; the caller falls back to base pages.
+//! The fault's and the collapse's allocations come here while the static
+//! key of `include/linux/gcma_thp.h` is on ([`__gcma_vma_alloc_thp`],
+//! [`__gcma_collapse_alloc_thp`]).  [`decide`] says where to look, and
+//! this module picks the area ([`alloc`]) among those on the nodes the
+//! allocation may use (the VMA's memory policy and the task's cpuset, or
+//! the collapse's node mask, as the page allocator would apply them, on
+//! `kernel::mm::mempolicy`): one on the preferred node first, then any
+//! other allowed.  A full area is an ordinary failure; the caller falls
+//! back to base pages.  `thp.c` keeps the boot parameter, the static key
+//! and the mode's lock.
 
 use crate::Area;
-use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use core::{
+    ptr::NonNull,
+    sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+};
 use kernel::{
     bindings,
     delay::MaySleep,
     ffi::{c_int, c_uint, c_ulong},
     mm::{
-        numa::{self, NodeMask},
+        frames::GFP_COMP,
+        mempolicy,
+        numa::{self, NodeId, NodeMask},
         virt::VmaRef,
         PMD_ORDER,
     },
@@ -86,12 +95,19 @@ pub(crate) enum Plan {
 }
 
 impl Plan {
-    fn raw(self) -> c_int {
-        (match self {
-            Plan::Buddy => bindings::gcma_thp_plan_GCMA_THP_PLAN_BUDDY,
-            Plan::BuddyThenGcma => bindings::gcma_thp_plan_GCMA_THP_PLAN_BUDDY_GCMA,
-            Plan::GcmaThenBuddy => bindings::gcma_thp_plan_GCMA_THP_PLAN_GCMA_BUDDY,
-        }) as c_int
+    /// Runs the plan: `gcma` and `buddy` allocate from a THP area and from
+    /// the page allocator; each is tried at most once, in the plan's
+    /// order, until one gives a folio.
+    fn run<T>(
+        self,
+        gcma: impl FnOnce() -> Option<T>,
+        buddy: impl FnOnce() -> Option<T>,
+    ) -> Option<T> {
+        match self {
+            Plan::Buddy => buddy(),
+            Plan::BuddyThenGcma => buddy().or_else(gcma),
+            Plan::GcmaThenBuddy => gcma().or_else(buddy),
+        }
     }
 }
 
@@ -213,9 +229,18 @@ pub(crate) fn init(thp_areas: impl Iterator<Item = &'static Area>) {
     NR_AREAS.store(n, Ordering::Release);
 }
 
-/// A PMD-sized compound page from a THP area on a node of `allowed`, on
-/// node `nid` if one has room there, else on any other allowed; NULL if
-/// none has room.  An area on a node outside `allowed` is never used.
+/// Who allocates, for the counters.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum User {
+    /// The anonymous PMD fault.
+    Fault,
+    /// khugepaged's collapse (or `MADV_COLLAPSE`).
+    Collapse,
+}
+
+/// A PMD-sized compound page from a THP area on a node `allowed` accepts,
+/// on node `nid` if one has room there, else on any other allowed; NULL if
+/// none has room.  An area on a node `allowed` refuses is never used.
 ///
 /// `gfp` goes to the page allocator's allocation steps (it includes
 /// `__GFP_COMP`).  May sleep, which `ctx` allows: pages lent to DMEM are
@@ -224,16 +249,15 @@ pub(crate) fn alloc(
     ctx: &MaySleep,
     gfp: bindings::gfp_t,
     nid: c_int,
-    allowed: &NodeMask,
-    user: c_uint,
+    allowed: impl Fn(NodeId) -> bool,
+    user: User,
 ) -> *mut bindings::page {
-    let (ok, fail) = if user == bindings::gcma_thp_user_GCMA_THP_COLLAPSE {
-        (&COUNTERS.collapse_alloc, &COUNTERS.collapse_fail)
-    } else {
-        (&COUNTERS.fault_alloc, &COUNTERS.fault_fail)
+    let (ok, fail) = match user {
+        User::Collapse => (&COUNTERS.collapse_alloc, &COUNTERS.collapse_fail),
+        User::Fault => (&COUNTERS.fault_alloc, &COUNTERS.fault_fail),
     };
     let node = |a: &Area| numa::node_of_pfn(a.base_pfn).ok();
-    let usable = || areas().filter(|&a| node(a).is_some_and(|n| allowed.contains(n)));
+    let usable = || areas().filter(|&a| node(a).is_some_and(&allowed));
     let on_node = |a: &Area| node(a).is_some_and(|n| n.as_u32() as c_int == nid);
     let local = usable().filter(|&a| on_node(a));
     let remote = usable().filter(|&a| !on_node(a));
@@ -248,6 +272,48 @@ pub(crate) fn alloc(
     core::ptr::null_mut()
 }
 
+/// The folio of a THP from an area, on node `nid` or another of `allowed`
+/// (`None`: any) that the current task's cpuset lets `gfp` use, as the
+/// page allocator would choose; `None` if no such area has room.  May
+/// sleep, which `ctx` allows.
+fn area_folio(
+    ctx: &MaySleep,
+    gfp: bindings::gfp_t,
+    nid: c_int,
+    allowed: Option<&NodeMask>,
+    user: User,
+) -> Option<NonNull<bindings::folio>> {
+    let ok =
+        |n: NodeId| allowed.map_or(true, |m| m.contains(n)) && mempolicy::cpuset_allows(n, gfp);
+    let gfp = gfp | GFP_COMP | bindings::__GFP_NOWARN;
+    let page = NonNull::new(alloc(ctx, gfp, nid, ok, user))?;
+    // SAFETY: a compound page of PMD order that the allocation just made
+    // ours.
+    Some(unsafe { mempolicy::rmappable_folio(page) })
+}
+
+/// The folio of an anonymous PMD fault at `haddr` in `vma` from an area,
+/// on the nodes the VMA's memory policy gives.
+fn fault_folio(
+    ctx: &MaySleep,
+    gfp: bindings::gfp_t,
+    vma: &VmaRef,
+    haddr: usize,
+) -> Option<NonNull<bindings::folio>> {
+    #[cfg(CONFIG_NUMA)]
+    {
+        let policy = mempolicy::VmaPolicy::of(vma, haddr, PMD_ORDER)?;
+        let at = policy.placement(gfp);
+        area_folio(ctx, gfp, at.preferred, at.allowed, User::Fault)
+    }
+    #[cfg(not(CONFIG_NUMA))]
+    {
+        let _ = (vma, haddr);
+        let nid = numa::current_node().as_u32() as c_int;
+        area_folio(ctx, gfp, nid, None, User::Fault)
+    }
+}
+
 /// Sets the mode; returns 1 if the hooks must be on (a mode other than
 /// `never`, and a THP area in service), 0 if not, `-EINVAL` for an unknown
 /// mode.
@@ -257,7 +323,7 @@ pub(crate) extern "C" fn gcma_rs_thp_set_mode(raw: c_uint) -> c_int {
         return EINVAL.to_errno();
     };
     MODE.store(m as u8, Ordering::Relaxed);
-    (m != Mode::Never && NR_AREAS.load(Ordering::Acquire) > 0) as c_int
+    (m != Mode::Never && have_areas()) as c_int
 }
 
 /// The mode, as `enum gcma_thp_mode`.
@@ -272,58 +338,69 @@ pub(crate) extern "C" fn gcma_rs_thp_nr_areas() -> c_uint {
     NR_AREAS.load(Ordering::Acquire) as c_uint
 }
 
-/// The plan of an anonymous PMD fault at `haddr` in `vma`, as `enum
-/// gcma_thp_plan`.
+/// The folio of an anonymous PMD fault at `haddr` in `vma`, for
+/// `gcma_vma_alloc_thp()` (`include/linux/gcma_thp.h`) while guaranteed THP
+/// is on: from the page allocator, a THP area, or both, in the order the
+/// mode gives ([`decide`]); NULL if neither has one.  The folio and its
+/// reference are the caller's.
 ///
 /// # Safety
 ///
-/// `vma` is the faulting VMA, and the caller (the fault path) holds its
-/// mmap lock or its per-VMA lock for the duration of the call.
+/// Called by the anonymous PMD fault, which holds `vma`'s mmap lock or
+/// per-VMA lock for the call, and may sleep: it holds no spinlock and is
+/// in no RCU read-side section when it allocates.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_rs_thp_fault_plan(
+pub(crate) unsafe extern "C" fn __gcma_vma_alloc_thp(
+    gfp: bindings::gfp_t,
     vma: *mut bindings::vm_area_struct,
     haddr: c_ulong,
-) -> c_int {
-    // SAFETY: the caller holds a lock that protects `vma` during the call.
+) -> *mut bindings::folio {
+    // SAFETY: the fault path holds a lock that keeps `vma` during the call.
     let vma = unsafe { VmaRef::from_raw(vma) };
-    let req = Request::Fault(FaultVma::of(vma, haddr));
-    decide(mode(), NR_AREAS.load(Ordering::Acquire) > 0, req).raw()
-}
-
-/// The plan of an anonymous collapse, as `enum gcma_thp_plan`.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_rs_thp_collapse_plan() -> c_int {
-    decide(
+    // SAFETY: the fault path may sleep here (the caller's contract).
+    let ctx = unsafe { MaySleep::new() };
+    let plan = decide(
         mode(),
-        NR_AREAS.load(Ordering::Acquire) > 0,
-        Request::Collapse,
+        have_areas(),
+        Request::Fault(FaultVma::of(vma, haddr)),
+    );
+    plan.run(
+        || fault_folio(&ctx, gfp, vma, haddr),
+        || mempolicy::vma_alloc_folio(gfp, PMD_ORDER, vma, haddr, true),
     )
-    .raw()
+    .map_or(core::ptr::null_mut(), NonNull::as_ptr)
 }
 
-/// A compound page of PMD order from a THP area for `user` (`enum
-/// gcma_thp_user`) on a node of `allowed`, preferably on `nid`, or NULL.
-/// May sleep.
+/// The folio of an anonymous collapse by khugepaged (or `MADV_COLLAPSE`),
+/// for `gcma_collapse_alloc_thp()`, on node `nid` or another of `nmask`
+/// (NULL: any): as [`__gcma_vma_alloc_thp`], the order from [`decide`].
 ///
 /// # Safety
 ///
-/// Process context, where the task may sleep (the anonymous PMD fault and
-/// khugepaged's collapse, `include/linux/gcma_thp.h`, hold no spinlock and
-/// are not in an RCU read-side section when they allocate); `allowed`
+/// Called by the collapse, which may sleep there; `nmask` is NULL or
 /// points to a node mask that nobody changes during the call.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_rs_thp_alloc(
+pub(crate) unsafe extern "C" fn __gcma_collapse_alloc_thp(
     gfp: bindings::gfp_t,
     nid: c_int,
-    allowed: *const bindings::nodemask_t,
-    user: c_uint,
-) -> *mut bindings::page {
-    // SAFETY: guaranteed by the caller.
-    let allowed = unsafe { NodeMask::from_raw(allowed) };
-    // SAFETY: process context, where the task may sleep (the caller's
-    // contract), for the whole call.
+    nmask: *mut bindings::nodemask_t,
+) -> *mut bindings::folio {
+    // SAFETY: NULL, or a mask nobody changes during the call (the caller's
+    // contract).
+    let allowed = (!nmask.is_null()).then(|| unsafe { NodeMask::from_raw(nmask) });
+    // SAFETY: the collapse may sleep here (the caller's contract).
     let ctx = unsafe { MaySleep::new() };
-    alloc(&ctx, gfp, nid, allowed, user)
+    let plan = decide(mode(), have_areas(), Request::Collapse);
+    plan.run(
+        || area_folio(&ctx, gfp, nid, allowed, User::Collapse),
+        || mempolicy::alloc_folio(gfp, PMD_ORDER, nid, allowed),
+    )
+    .map_or(core::ptr::null_mut(), NonNull::as_ptr)
+}
+
+/// Whether a THP area is in service.
+fn have_areas() -> bool {
+    NR_AREAS.load(Ordering::Acquire) > 0
 }
 
 /// The counters of guaranteed THP (`/sys/kernel/mm/gcma/thp/stat`).

@@ -2,10 +2,12 @@
 
 #include <linux/buffer_head.h>
 #include <linux/cpumask.h>
+#include <linux/cpuset.h>
 #include <linux/gfp.h>
 #include <linux/highmem.h>
 #include <linux/huge_mm.h>
 #include <linux/memory_hotplug.h>
+#include <linux/mempolicy.h>
 #include <linux/mm.h>
 #include <linux/mmap_lock.h>
 #include <linux/minmax.h>
@@ -628,4 +630,22 @@ unsigned int rust_helper_memalloc_noreclaim_save(void)
 void rust_helper_memalloc_noreclaim_restore(unsigned int flags)
 {
 	memalloc_noreclaim_restore(flags);
+}
+
+void rust_helper_rsmm_mpol_cond_put(struct mempolicy *pol)
+{
+	mpol_cond_put(pol);
+}
+
+bool rust_helper_rsmm_cpusets_enabled(void)
+{
+	return cpusets_enabled();
+}
+
+struct folio *rust_helper_rsmm_vma_alloc_folio_noprof(gfp_t gfp, int order,
+						     struct vm_area_struct *vma,
+						     unsigned long addr,
+						     bool hugepage)
+{
+	return vma_alloc_folio_noprof(gfp, order, vma, addr, hugepage);
 }

@@ -12,6 +12,7 @@
 pub mod buddy;
 pub mod folio;
 pub mod frames;
+pub mod mempolicy;
 mod mmap;
 pub mod numa;
 pub mod page_access;

@@ -173,6 +173,11 @@ impl NodeMask {
         unsafe { &*mask.cast::<NodeMask>() }
     }
 
+    /// The C node mask, for calls that only read it.
+    pub fn as_raw(&self) -> *mut bindings::nodemask_t {
+        core::ptr::from_ref(&self.0).cast_mut()
+    }
+
     /// Whether `node` is in the set.
     pub fn contains(&self, node: NodeId) -> bool {
         let bits = usize::BITS as usize;

@@ -243,8 +243,9 @@ impl VmaRef {
         unsafe { &*ptr.cast::<VmaRef>() }
     }
 
+    /// The C struct, for the kernel crate's other wrappers of VMA calls.
     #[inline]
-    fn as_raw(&self) -> *mut bindings::vm_area_struct {
+    pub(crate) fn as_raw(&self) -> *mut bindings::vm_area_struct {
         self.vma.get()
     }
 
