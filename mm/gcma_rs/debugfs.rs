@@ -11,7 +11,10 @@
 //! Made once, by `gcma_rs_init()`, and kept for good, as the areas are.
 
 use crate::{areas_in_service, frag, Area, LAT_BUCKETS};
-use core::sync::atomic::Ordering;
+use core::{
+    ptr::null_mut,
+    sync::atomic::{AtomicPtr, Ordering},
+};
 use kernel::{
     c_str,
     debugfs::{Dir, Show},
@@ -49,21 +52,33 @@ impl Show for Area {
     }
 }
 
+/// The directories, kept for good: their handles stay reachable from here,
+/// so kmemleak does not take them for leaks.
+static DIRS: AtomicPtr<KVec<Dir>> = AtomicPtr::new(null_mut());
+
 /// Makes `/sys/kernel/debug/gcma/` with `fragmentation` and a directory
-/// per area in service, all kept for good.  A failure to allocate a
-/// handle is logged, and GCMA goes on without the files.
+/// per area in service, all kept for good.  Called once, by
+/// `gcma_rs_init()`.  A failure to allocate a handle is logged, and GCMA
+/// goes on without the files.
 pub(crate) fn init() {
-    let made = Dir::new(c_str!("gcma")).and_then(|root| {
+    if !DIRS.load(Ordering::Acquire).is_null() {
+        return;
+    }
+    let made = (|| -> Result<KVec<Dir>> {
+        let root = Dir::new(c_str!("gcma"))?;
         root.read_only_file(c_str!("fragmentation"), &FRAGMENTATION);
+        let mut dirs = KVec::new();
         for area in areas_in_service() {
             let dir = root.subdir(area.name())?;
             dir.read_only_file(c_str!("alloc_latency"), area);
-            dir.leak();
+            dirs.push(dir, GFP_KERNEL)?;
         }
-        root.leak();
-        Ok(())
-    });
-    if let Err(e) = made {
-        pr_warn!("no debugfs files ({:?})\n", e);
+        dirs.push(root, GFP_KERNEL)?;
+        Ok(dirs)
+    })()
+    .and_then(|dirs| Ok(KBox::new(dirs, GFP_KERNEL)?));
+    match made {
+        Ok(dirs) => DIRS.store(KBox::into_raw(dirs), Ordering::Release),
+        Err(e) => pr_warn!("no debugfs files ({:?})\n", e),
     }
 }

@@ -288,8 +288,13 @@ pub(crate) fn init(areas: &[&'static Area], ctx: &MaySleep) -> Result {
         )?;
         offset += nr_pages;
     }
-    // Kept for good, as the instances that index the areas through it.
-    let spans: &'static [AreaSpan] = KBox::leak(KBox::new(spans, GFP_KERNEL)?);
+    // The buffer is kept for good, as the instances that index the areas
+    // through it; they hold its address, so kmemleak sees it referenced
+    // (a leaked box around the vector would not be).
+    let (ptr, len, _) = spans.into_raw_parts();
+    // SAFETY: `ptr` and `len` describe the initialised elements of the
+    // vector just taken apart, whose buffer is never freed.
+    let spans: &'static [AreaSpan] = unsafe { core::slice::from_raw_parts(ptr, len) };
     let areas = Areas(spans);
     // Both clients start off; the switch below turns on those that are on
     // at boot, hooks first.

@@ -10,8 +10,10 @@
 //! cannot go first and take a directory with it that a handle still
 //! names.  Removal waits for the reads in progress; a file that stays
 //! open reads nothing more (debugfs' file proxy refuses the call), so no
-//! callback runs after the removal.  [`Dir::leak`] keeps a directory for
-//! the kernel's life.
+//! callback runs after the removal.  A directory meant to last for the
+//! kernel's life is kept by keeping a handle, in a static for instance:
+//! a handle merely leaked would be memory no pointer refers to, which
+//! kmemleak reports.
 //!
 //! As in C, a directory or file that debugfs cannot make is not an error
 //! for the caller to handle: debugfs serves debugging only, and the kernel
@@ -177,11 +179,6 @@ impl Dir {
                 ShowFile::<T>::OPS,
             )
         };
-    }
-
-    /// Keeps the directory, and what is in it, for the kernel's life.
-    pub fn leak(self) {
-        core::mem::forget(self);
     }
 }
 
