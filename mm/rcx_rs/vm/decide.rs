@@ -206,8 +206,8 @@ impl Reason {
     ];
 
     /// The counter's name.
-    // Used only by the KUnit suites.
-    #[cfg(CONFIG_RCX_KUNIT_TEST)]
+    // Used only by the KUnit suites and the host tests.
+    #[cfg(any(test, CONFIG_RCX_KUNIT_TEST))]
     pub(crate) fn name(self) -> &'static str {
         match self {
             Reason::NoVma => "no_vma",

@@ -9,7 +9,7 @@
 mod kernel_config;
 
 fn main() {
-    kernel_config::emit(&["RCX", "RCXVM"]);
+    kernel_config::emit(&["RCX", "RCX_KUNIT_TEST", "RCXVM"]);
     kernel_config::emit_u64_consts(
         "vm_flags.rs",
         &[
