@@ -643,9 +643,9 @@ bool rust_helper_rsmm_cpusets_enabled(void)
 }
 
 struct folio *rust_helper_rsmm_vma_alloc_folio_noprof(gfp_t gfp, int order,
-						     struct vm_area_struct *vma,
-						     unsigned long addr,
-						     bool hugepage)
+						      struct vm_area_struct *vma,
+						      unsigned long addr,
+						      bool hugepage)
 {
 	return vma_alloc_folio_noprof(gfp, order, vma, addr, hugepage);
 }
