@@ -39,8 +39,8 @@ struct super_block;
  * @base: physical address of the first byte, page aligned
  * @size: size in bytes, a multiple of PAGE_SIZE
  * @cma: the CMA area registered on the same range, or NULL
- * @rs: allocator state (Rust), published once when the area goes in
- *	service; read with acquire semantics
+ * @in_service: set once, when the Rust crate puts the area in service
+ *	(gcma_area_enter_service()); read with READ_ONCE()
  * @refused: not put in service (it spans zones); its memory went to the
  *	page allocator
  * @thp: reserved with ":thp": serves transparent huge pages only (not a
@@ -51,7 +51,7 @@ struct gcma_area {
 	phys_addr_t base;
 	phys_addr_t size;
 	struct cma *cma;
-	const void *rs;
+	bool in_service;
 	bool refused;
 	bool thp;
 };
@@ -102,8 +102,17 @@ struct page *gcma_alloc_gfp_noprof(struct gcma_area *area, unsigned long count,
 				   unsigned int align, gfp_t gfp);
 bool gcma_release(struct gcma_area *area, const struct page *pages,
 		  unsigned long count);
+bool __gcma_release(const struct gcma_area *area, unsigned long pfn,
+		    unsigned long count);
 void gcma_flush_releases(struct gcma_area *area);
-void gcma_stats(struct gcma_area *area, struct gcma_stats *st);
+struct gcma_stats __gcma_stats(const struct gcma_area *area);
+
+/* The counters of @area, all zero if it is not in service. */
+static inline void gcma_stats(struct gcma_area *area, struct gcma_stats *st)
+{
+	*st = __gcma_stats(area);
+}
+
 struct gcma_area *gcma_area_of_pfn(unsigned long pfn);
 unsigned long gcma_area_pfn_in_range(unsigned long start_pfn,
 				     unsigned long end_pfn);
@@ -111,7 +120,7 @@ unsigned long gcma_area_pfn_in_range(unsigned long start_pfn,
 DECLARE_STATIC_KEY_FALSE(gcma_in_service);
 /* Page frame numbers spanned by the areas in service: [lo, hi). */
 extern unsigned long gcma_pfn_lo, gcma_pfn_hi;
-bool __gcma_free_page(struct page *page, unsigned int order);
+bool __gcma_free_page(unsigned long pfn, unsigned int order);
 
 /**
  * gcma_free_page() - give a freed block of a GCMA area back to GCMA
@@ -133,7 +142,7 @@ static inline bool gcma_free_page(struct page *page, unsigned long pfn,
 	/* Most pages freed are outside every area: no call for them. */
 	if (pfn < READ_ONCE(gcma_pfn_lo) || pfn >= READ_ONCE(gcma_pfn_hi))
 		return false;
-	return __gcma_free_page(page, order);
+	return __gcma_free_page(pfn, order);
 }
 
 /**
@@ -179,10 +188,10 @@ static inline unsigned long gcma_area_pfn(unsigned long start_pfn,
 }
 
 /* C glue used by the Rust crate (mm/gcma_rs/area.c). */
-void gcma_area_check_frees(struct gcma_area *area);
+void gcma_area_enter_service(struct gcma_area *area);
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
 			    unsigned int align);
-void gcma_alloc_done(const struct gcma_area *area, struct page *page,
+void gcma_alloc_done(const struct gcma_area *area, unsigned long pfn,
 		     unsigned long count, unsigned int align, int ret, u64 ns,
 		     gfp_t gfp);
 void gcma_warn_compound_count(const struct gcma_area *area,
@@ -266,12 +275,13 @@ enum gcma_thp_mode {
 	GCMA_THP_NR_MODES,
 };
 
-#ifdef CONFIG_GCMA_THP
-void __init gcma_thp_init(void);
-int gcma_thp_set_mode(unsigned int mode);
-#else
-static inline void gcma_thp_init(void) { }
-#endif
+/* The mode "gcma.thp_mode=" asked for (thp.c); thp.rs applies it. */
+unsigned int gcma_thp_boot_mode(void);
+/*
+ * On while the mode is not "never" and a THP area is in service: the
+ * wrappers of <linux/gcma_thp.h> test it, thp.rs flips it with the mode.
+ */
+DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
 
 /*
  * Implemented in Rust (mm/gcma_rs/gcma.rs).  gcma_rs_init() takes the
@@ -280,9 +290,6 @@ static inline void gcma_thp_init(void) { }
  */
 int gcma_rs_init(void);
 
-int gcma_rs_thp_set_mode(unsigned int mode);
-unsigned int gcma_rs_thp_mode(void);
-unsigned int gcma_rs_thp_nr_areas(void);
 /* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);

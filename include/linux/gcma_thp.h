@@ -22,7 +22,7 @@
 #include <linux/pgtable.h>
 
 #ifdef CONFIG_GCMA_THP
-DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
+DECLARE_STATIC_KEY_FALSE(gcma_thp_on);	/* also in <linux/gcma.h>, for Rust */
 struct folio *__gcma_vma_alloc_thp(gfp_t gfp, struct vm_area_struct *vma,
 				   unsigned long haddr);
 struct folio *__gcma_collapse_alloc_thp(gfp_t gfp, int nid, nodemask_t *nmask);

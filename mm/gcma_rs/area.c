@@ -40,22 +40,24 @@ DEFINE_STATIC_KEY_FALSE(gcma_in_service);
  */
 unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
 
-
 /**
- * gcma_area_check_frees() - make the page free paths check an area's pfns
+ * gcma_area_enter_service() - make the page free paths check an area's pfns
  * @area: the area, about to be put in service
  *
- * Called once per area by the Rust crate at subsys_initcall time, before
- * it publishes @area->rs: no page of the area can be allocated, hence
- * freed, before the free paths send its pages back to GCMA.
+ * Called once per area by the Rust crate at subsys_initcall time
+ * (kernel::mm::gcma::ReservedArea::enter_service()), before the first
+ * allocation can find the area: no page of it can be freed before the
+ * free paths send its pages back to GCMA.  Also marks the area in service
+ * for gcma_device_cma().
  */
-void gcma_area_check_frees(struct gcma_area *area)
+void gcma_area_enter_service(struct gcma_area *area)
 {
 	unsigned long base = PHYS_PFN(area->base);
 
 	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
 	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + (area->size >> PAGE_SHIFT)));
 	static_branch_enable(&gcma_in_service);
+	WRITE_ONCE(area->in_service, true);
 }
 
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
@@ -64,12 +66,11 @@ void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,
 	trace_gcma_alloc_start(area->name, count, align);
 }
 
-void gcma_alloc_done(const struct gcma_area *area, struct page *page,
+void gcma_alloc_done(const struct gcma_area *area, unsigned long pfn,
 		     unsigned long count, unsigned int align, int ret, u64 ns,
 		     gfp_t gfp)
 {
-	trace_gcma_alloc_finish(area->name, page ? page_to_pfn(page) : -1UL,
-				count, align, ret, ns);
+	trace_gcma_alloc_finish(area->name, pfn, count, align, ret, ns);
 	if (ret && !(gfp & __GFP_NOWARN))
 		pr_err_ratelimited("%s: alloc of %lu pages (align %u) failed: %d\n",
 				   area->name, count, align, ret);
@@ -104,6 +105,16 @@ struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,
 			    unsigned int align, gfp_t gfp)
 {
 	return alloc_hooks(gcma_alloc_gfp_noprof(area, count, align, gfp));
+}
+
+/*
+ * cma_release() and the KUnit suites give the first page; the Rust side
+ * (__gcma_release()) takes its page frame number.
+ */
+bool gcma_release(struct gcma_area *area, const struct page *pages,
+		  unsigned long count)
+{
+	return pages && __gcma_release(area, page_to_pfn(pages), count);
 }
 
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,

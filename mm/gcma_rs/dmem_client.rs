@@ -15,8 +15,8 @@ use crate::{
     Area,
 };
 use core::{
-    ptr::{null_mut, NonNull},
-    sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering},
+    ptr::NonNull,
+    sync::atomic::{AtomicBool, AtomicUsize, Ordering},
 };
 use kernel::{
     bindings, c_static_key_false,
@@ -28,7 +28,7 @@ use kernel::{
     },
     new_mutex,
     prelude::*,
-    sync::Mutex,
+    sync::{once_ref::OnceRef, Mutex},
 };
 
 /// Buckets of an instance: about one per 8 pages, a power of two in
@@ -252,26 +252,22 @@ impl Dmems {
 }
 
 /// The instances, published once by [`init`].
-static DMEMS: AtomicPtr<Dmems> = AtomicPtr::new(null_mut());
+static DMEMS: OnceRef<Dmems> = OnceRef::new();
 
 /// The instances, if [`init`] created them.
 pub(crate) fn dmems() -> Option<&'static Dmems> {
-    let p = DMEMS.load(Ordering::Acquire);
-    // SAFETY: a non-null pointer was published by `init` from a leaked box,
-    // never freed.
-    (!p.is_null()).then(|| unsafe { &*p })
+    DMEMS.get()
 }
 
 /// Whether client `client` is on at boot.
 fn boot_enabled(client: c_uint) -> bool {
-    // SAFETY: FFI call; any value is allowed.
-    unsafe { bindings::gcma_dmem_boot_enabled(client) }
+    kernel::mm::gcma::dmem_boot_enabled(client)
 }
 
 /// Creates the instances over `areas` and their sysfs files.  Called once,
 /// by `gcma_rs_init()`, which `ctx` lets sleep.
 pub(crate) fn init(areas: &[&'static Area], ctx: &MaySleep) -> Result {
-    if areas.is_empty() || !DMEMS.load(Ordering::Acquire).is_null() {
+    if areas.is_empty() || DMEMS.get().is_some() {
         return Err(EINVAL);
     }
     let mut spans = KVec::with_capacity(areas.len(), GFP_KERNEL)?;
@@ -310,7 +306,11 @@ pub(crate) fn init(areas: &[&'static Area], ctx: &MaySleep) -> Result {
         GFP_KERNEL,
     )?;
     // From here on, allocations call `discard` for lent pages.
-    DMEMS.store(KBox::into_raw(dmems), Ordering::Release);
+    if DMEMS.set(KBox::leak(dmems)).is_err() {
+        // `init` runs once (`gcma_rs_init()`'s contract), so this is not
+        // reached; the instances stay unused.
+        return Err(EBUSY);
+    }
     // Direct-I/O walks fence their range from now on, whatever the
     // switches: one that began with the file client off could otherwise
     // see it come on, and reclaim store a folio the walk has not reached
@@ -381,10 +381,10 @@ pub(crate) fn discard<'a>(ctx: &delay::MaySleep, area: &'a Area, run: &mut Claim
     let Some(d) = dmems() else { return };
     let pfn = area.base_pfn + run.start();
     let (Some(first), Some(_)) = (
-        d.areas.index_of(area.c, pfn),
+        d.areas.index_of(area, pfn),
         run.count()
             .checked_sub(1)
-            .and_then(|n| d.areas.index_of(area.c, pfn.checked_add(n)?)),
+            .and_then(|n| d.areas.index_of(area, pfn.checked_add(n)?)),
     ) else {
         return;
     };

@@ -107,15 +107,7 @@ impl FileId {
 /// device (`dmem_verify.c`).
 #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
 fn verifying() -> bool {
-    // SAFETY: `gcma_dmem_verify_on` is a static key of `dmem_verify.c`
-    // that lives forever; its count is an `atomic_t` that C only accesses
-    // atomically, read here as `static_key_enabled()` reads it.
-    let count = unsafe {
-        core::sync::atomic::AtomicI32::from_ptr(
-            &raw mut bindings::gcma_dmem_verify_on.key.enabled.counter,
-        )
-    };
-    count.load(core::sync::atomic::Ordering::Relaxed) > 0
+    kernel::mm::gcma::verify::is_on()
 }
 
 /// Without verify mode, never.
@@ -232,8 +224,7 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
             sb: id.sb,
             ino: id.ino,
         };
-        // SAFETY: the folio is locked and filled; `key` is valid for reads.
-        unsafe { bindings::gcma_dmem_verify_file(unread.folio().as_ptr(), &key) };
+        kernel::mm::gcma::verify::file(&mut unread, &key);
     }
     // SAFETY: the folio holds the page DMEM kept for its range.
     unsafe { unread.end_read(true) };
@@ -379,8 +370,7 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_load(folio: *mut bindings::foli
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     if verifying() {
-        // SAFETY: the folio is locked and filled.
-        unsafe { bindings::gcma_dmem_verify_swap(unread.folio().as_ptr()) };
+        kernel::mm::gcma::verify::swap(&mut unread);
     }
     // SAFETY: the folio holds the page DMEM kept for its slot.
     unsafe { unread.mark_uptodate() };

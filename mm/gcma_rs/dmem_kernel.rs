@@ -11,7 +11,7 @@
 use crate::{
     dmem::{BucketLock, BucketMap, Config, Handle, Key, Lock, LockClass, PageAccess, PageSupply},
     dmem::{FillCopy, IdlePage, Link, Platform, ReadCopy, Slot},
-    Area, GcmaArea,
+    Area,
 };
 use core::{marker::PhantomData, pin::Pin, ptr::NonNull};
 use kernel::{
@@ -19,6 +19,7 @@ use kernel::{
     bindings, delay,
     mm::{
         frames::PageFate,
+        gcma::LendTag,
         page_access::{ExclusivePage, SharedPage},
     },
     new_spinlock,
@@ -157,8 +158,8 @@ impl Areas {
     }
 
     /// The DMEM index of page frame `pfn` of `area`.
-    pub(crate) fn index_of(&self, area: &GcmaArea, pfn: usize) -> Option<usize> {
-        let s = self.0.iter().find(|s| core::ptr::eq(s.area.c, area))?;
+    pub(crate) fn index_of(&self, area: &Area, pfn: usize) -> Option<usize> {
+        let s = self.0.iter().find(|s| core::ptr::eq(s.area, area))?;
         let p = pfn.checked_sub(s.area.base_pfn)?;
         (p < s.nr_pages).then_some(s.offset + p)
     }
@@ -229,32 +230,6 @@ impl PageSupply for AreaSupply {
             drop(map);
             s.area.note_retired(p, fate);
         }
-    }
-}
-
-/// The allocation tag of lent pages, current while it lives:
-/// `/proc/allocinfo` counts the pages lent to DMEM under it, whoever's
-/// reclaim or swap-out stores a copy in them.  A tag is a static object
-/// that a C macro makes, so `area.c` holds it.
-pub(crate) struct LendTag {
-    tag: *mut bindings::alloc_tag,
-    old: *mut bindings::alloc_tag,
-}
-
-impl LendTag {
-    pub(crate) fn enter() -> Self {
-        let mut old = core::ptr::null_mut();
-        // SAFETY: FFI call; `old` is valid for writes; `Drop` restores.
-        let tag = unsafe { bindings::gcma_lend_tag_enter(&mut old) };
-        Self { tag, old }
-    }
-}
-
-impl Drop for LendTag {
-    fn drop(&mut self) {
-        // SAFETY: restores what `enter` saved, on the same task: the
-        // guard is neither `Send` (raw pointers) nor leaked between.
-        unsafe { bindings::gcma_lend_tag_exit(self.tag, self.old) };
     }
 }
 

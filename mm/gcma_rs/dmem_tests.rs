@@ -35,7 +35,7 @@ pub(super) fn instances() -> Result<&'static Dmems> {
 
 /// The first area, its base pfn and its size in pages.
 fn first_area() -> Result<(*mut bindings::gcma_area, usize, usize)> {
-    let area = crate::boot::reserved_areas().next().ok_or(ENODEV)?;
+    let area = kernel::mm::gcma::reserved_areas().next().ok_or(ENODEV)?;
     Ok((area.as_ptr(), area.base_pfn(), area.nr_pages()))
 }
 
@@ -583,12 +583,7 @@ fn dmem_store_from_poisoned_page() -> Result {
         index: 0,
     };
     let (area, _, _) = first_area()?;
-    let retired = || {
-        let mut st = bindings::gcma_stats::default();
-        // SAFETY: `area` is a descriptor of the table, `st` is ours.
-        unsafe { crate::entry::gcma_stats(area, &mut st) };
-        st.hwpoisoned_pages
-    };
+    let retired = || crate::entry::__gcma_stats(area).hwpoisoned_pages;
     let r0 = retired();
     let s0 = d.file.stats();
     // SAFETY: `sp` is our page, not mapped to user space; the flag is

@@ -7,10 +7,15 @@
 //! pages (DMEM) and the page allocator's allocation steps all run in Rust.
 //! What it calls back into C is one-line: the page allocator's steps
 //! (`rust/helpers/mm.c`), the clock, and the tracepoints and messages of
-//! `area.c`.  A release enters at `gcma_release()`, and the page
-//! allocator's free paths at `__gcma_free_page()`.
+//! `area.c` (through `kernel::mm::gcma`).  A release enters at
+//! `__gcma_release()`, and the page allocator's free paths at
+//! `__gcma_free_page()`.
+//!
+//! The area pointers C passes are never dereferenced here: an entry point
+//! looks the area up among those in service by address
+//! ([`area_of_descriptor`]), so a pointer that is no area's finds none.
 
-use crate::{area_in_pfn_range, area_of_pfn, boot::GcmaArea, Area, LAT_BUCKETS};
+use crate::{area_in_pfn_range, area_of_descriptor, area_of_pfn, Area, LAT_BUCKETS};
 use core::sync::atomic::{AtomicBool, Ordering};
 use kernel::{
     bindings,
@@ -20,22 +25,6 @@ use kernel::{
     prelude::*,
     processor::{in_task, local_clock_ns, might_sleep},
 };
-
-/// Returns the state of the area `area` describes, if it is in service.
-///
-/// # Safety
-///
-/// `area` must be NULL or point to a descriptor of `reserve.c`'s table.
-unsafe fn state_of(area: *mut bindings::gcma_area) -> Option<&'static Area> {
-    if area.is_null() {
-        return None;
-    }
-    // SAFETY: a descriptor of the table lives forever and its boot-time
-    // fields are fixed (the caller's contract and `GcmaArea`'s invariant);
-    // `GcmaArea` is a transparent wrapper of it.
-    let c = unsafe { &*area.cast::<GcmaArea>() };
-    c.state()
-}
 
 /// The time since `t0` in nanoseconds, from the CPU-local clock (cheap on
 /// every machine, where `ktime_get_ns()` may read a slow clocksource such
@@ -67,27 +56,21 @@ impl Area {
         }
         if gfp & GFP_COMP != 0 {
             if !count.is_power_of_two() {
-                // SAFETY: the descriptor is the area's.
-                unsafe { bindings::gcma_warn_compound_count(self.c.as_ptr(), count as _) };
+                self.c.warn_compound_count(count);
                 return core::ptr::null_mut();
             }
             align = align.max(count.ilog2());
         }
-        // SAFETY: the descriptor is the area's.
-        unsafe { bindings::gcma_trace_alloc_start(self.c.as_ptr(), count as _, align) };
+        self.c.trace_alloc_start(count, align);
         let t0 = local_clock_ns();
-        let (page, ret) = match self.alloc(ctx, count, align, gfp) {
-            Ok(page) => (page, 0),
-            Err(e) => (core::ptr::null_mut(), e.to_errno()),
+        let (page, pfn, ret) = match self.alloc(ctx, count, align, gfp) {
+            Ok((page, start)) => (page, Some(self.frames.base_pfn() + start), 0),
+            Err(e) => (core::ptr::null_mut(), None, e.to_errno()),
         };
         let ns = ns_since(t0);
         let bucket = if ns == 0 { 0 } else { ns.ilog2() as usize };
         self.lat[bucket.min(LAT_BUCKETS - 1)].fetch_add(1, Ordering::Relaxed);
-        // SAFETY: the descriptor is the area's; `page` is NULL or the
-        // allocation's first page.
-        unsafe {
-            bindings::gcma_alloc_done(self.c.as_ptr(), page, count as _, align, ret, ns, gfp)
-        };
+        self.c.alloc_done(pfn, count, align, ret, ns, gfp);
         page
     }
 }
@@ -108,8 +91,7 @@ impl Area {
 ///
 /// # Safety
 ///
-/// Process context (the call may sleep); `area` is NULL or a descriptor
-/// of `reserve.c`'s table.
+/// Process context (the call may sleep).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn gcma_alloc_gfp_noprof(
     area: *mut bindings::gcma_area,
@@ -120,14 +102,15 @@ pub(crate) unsafe extern "C" fn gcma_alloc_gfp_noprof(
     // SAFETY: process context, where the task may sleep (the caller's
     // contract), for the whole call.
     let ctx = unsafe { MaySleep::new() };
-    // SAFETY: the caller's contract.
-    match unsafe { state_of(area) } {
+    match area_of_descriptor(area) {
         Some(a) => a.alloc_pages(&ctx, count, align, gfp),
         None => core::ptr::null_mut(),
     }
 }
 
-/// Releases pages allocated by `gcma_alloc_gfp_noprof()`.
+/// Releases the `count` pages from page frame `pfn` allocated by
+/// `gcma_alloc_gfp_noprof()` (`gcma_release()` in `area.c` takes the first
+/// page, as `cma_release()` gives it).
 ///
 /// Drops the allocation's reference of every page; a page someone else
 /// still holds is freed by the page allocator's free path when its last
@@ -135,30 +118,19 @@ pub(crate) unsafe extern "C" fn gcma_alloc_gfp_noprof(
 /// only whole.  Outside process context the release is queued and done by
 /// a work item (`gcma_flush_releases()` waits for it).
 ///
-/// Returns `false` if `pages` is not in `area` (the caller frees them
+/// Returns `false` if `pfn` is not in `area` (the caller frees the pages
 /// elsewhere); `true` otherwise, including for a release refused as a
-/// caller's bug, which is logged and changes nothing.
-///
-/// # Safety
-///
-/// Any context in which `cma_release()` may be called; `area` is NULL or
-/// a descriptor of `reserve.c`'s table; `pages` is NULL or a valid
-/// `struct page`.
+/// caller's bug, which is logged and changes nothing.  Any context in
+/// which `cma_release()` may be called.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_release(
-    area: *mut bindings::gcma_area,
-    pages: *const bindings::page,
+pub(crate) extern "C" fn __gcma_release(
+    area: *const bindings::gcma_area,
+    pfn: c_ulong,
     count: c_ulong,
 ) -> bool {
-    // SAFETY: the caller's contract.
-    let Some(a) = (unsafe { state_of(area) }) else {
+    let Some(a) = area_of_descriptor(area) else {
         return false;
     };
-    if pages.is_null() {
-        return false;
-    }
-    // SAFETY: `pages` is a valid `struct page` (the caller's contract).
-    let pfn = unsafe { bindings::page_to_pfn(pages) } as usize;
     let Some(start) = a.frames.index_of_pfn(pfn) else {
         return false;
     };
@@ -180,12 +152,10 @@ pub(crate) unsafe extern "C" fn gcma_release(
 ///
 /// # Safety
 ///
-/// Process context (the call sleeps); `area` is NULL or a descriptor of
-/// `reserve.c`'s table.
+/// Process context (the call sleeps).
 #[no_mangle]
 pub(crate) unsafe extern "C" fn gcma_flush_releases(area: *mut bindings::gcma_area) {
-    // SAFETY: the caller's contract.
-    if let Some(a) = unsafe { state_of(area) } {
+    if let Some(a) = area_of_descriptor(area) {
         // SAFETY: the work item is a field of an area that lives forever,
         // initialised by `new_work!`; flushing it may sleep, which the
         // caller allows.
@@ -195,23 +165,11 @@ pub(crate) unsafe extern "C" fn gcma_flush_releases(area: *mut bindings::gcma_ar
     }
 }
 
-/// Fills `*st` with the counters of an area, all zero if the area is not in
-/// service.
-///
-/// # Safety
-///
-/// Process context; `area` as for [`gcma_release`]; `st` valid for writes.
+/// Returns the counters of an area, all zero if the area is not in
+/// service (`gcma_stats()` in `<linux/gcma.h>`).  Process context.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_stats(
-    area: *mut bindings::gcma_area,
-    st: *mut bindings::gcma_stats,
-) {
-    // SAFETY: `area` is NULL or a descriptor of the table, and `st` is
-    // valid for writes (the caller's contract).
-    unsafe {
-        let snapshot = state_of(area).map_or_else(Default::default, Area::stats);
-        st.write(snapshot);
-    }
+pub(crate) extern "C" fn __gcma_stats(area: *const bindings::gcma_area) -> bindings::gcma_stats {
+    area_of_descriptor(area).map_or_else(Default::default, Area::stats)
 }
 
 /// Returns the descriptor of the area in service that holds page frame
@@ -236,21 +194,15 @@ static STRADDLE_WARNED: AtomicBool = AtomicBool::new(false);
 
 /// Takes back a block of an area from the page allocator's free paths.
 ///
-/// `page` heads a block of order `order` whose last reference went and
-/// whose free steps succeeded.  The block is recorded as returned and
+/// The block of order `order` at page frame `pfn` lost its last
+/// reference, and its free steps succeeded.  The block is recorded as returned and
 /// freed in the area's map at the area's next call in process context
 /// (the map's lock is never taken here).  Any context, interrupts
 /// included; called through `gcma_free_page()`, behind a static key.
 ///
 /// Returns `true` if the block belongs to an area and was taken.
-///
-/// # Safety
-///
-/// `page` must be a valid `struct page`.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn __gcma_free_page(page: *mut bindings::page, order: c_uint) -> bool {
-    // SAFETY: `page` is a valid `struct page` (the caller's contract).
-    let pfn = unsafe { bindings::page_to_pfn(page) } as usize;
+pub(crate) extern "C" fn __gcma_free_page(pfn: c_ulong, order: c_uint) -> bool {
     let Some(a) = area_of_pfn(pfn) else {
         return false;
     };

@@ -352,7 +352,7 @@ impl ZoneMetrics {
         let free = zone.free_area();
         let mut pollution = Pollution::default();
         let mut areas = [(0usize, 0usize); bindings::GCMA_MAX_AREAS as usize];
-        for (slot, a) in areas.iter_mut().zip(crate::boot::reserved_areas()) {
+        for (slot, a) in areas.iter_mut().zip(kernel::mm::gcma::reserved_areas()) {
             *slot = (a.base_pfn(), a.base_pfn() + a.nr_pages());
         }
         let block = zone::pageblock_nr_pages();

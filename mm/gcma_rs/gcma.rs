@@ -15,7 +15,8 @@
 //!   secondary clients) and the summary tree that keeps searches fast.  It
 //!   has no kernel dependencies and also builds on the host
 //!   (`tools/host/crates/gcma-core`).
-//! - [`boot`]: the areas `reserve.c` set aside at boot.
+//! - The areas `reserve.c` set aside at boot are `kernel::mm::gcma`'s
+//!   [`ReservedArea`]s, the crate's window onto GCMA's C half.
 //! - `thp`: guaranteed THP, the policy that lets THP faults and collapses
 //!   take PMD-sized folios from areas reserved for them (`thp.c` is its C
 //!   side).
@@ -41,21 +42,23 @@
 //! Rust cannot do in 6.12: tracepoints, allocation tags, the static key of
 //! the free path, and the debugfs latency file.
 
-use core::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicUsize, Ordering};
 use kernel::{
     bindings, c_str, delay,
     ffi::c_int,
-    mm::frames::{ClaimedRun, OwnedFrames, PageBits},
+    mm::{
+        frames::{ClaimedRun, OwnedFrames, PageBits},
+        gcma::{reserved_areas, ReservedArea},
+    },
     new_spinlock,
     prelude::*,
-    sync::{Arc, SpinLock, UniqueArc},
+    sync::{once_ref::OnceRef, Arc, SpinLock, UniqueArc},
     workqueue::{self, impl_has_work, new_work, Work, WorkItem},
 };
 
 // Items of these modules that only tests use are compiled only for them
 // (`#[cfg(...)]` on each, saying which tests use it).
 mod area_map;
-mod boot;
 #[cfg(CONFIG_DEBUG_FS)]
 mod debugfs;
 mod dmem;
@@ -87,8 +90,6 @@ mod bench;
 // Phase timing of the allocation path, for the benchmark's profile pass.
 pub(crate) mod profile;
 
-use boot::GcmaArea;
-
 /// Prefix of this crate's log lines (used by `pr_*!`).
 const __LOG_PREFIX: &[u8] = b"gcma\0";
 
@@ -113,11 +114,11 @@ pub(crate) const LAT_BUCKETS: usize = 32;
 ///
 /// Created once per area by [`gcma_rs_init`] and never freed: one
 /// reference of its [`Arc`] is leaked, and its address is published in
-/// `struct gcma_area::rs` and in [`IN_SERVICE`].
+/// [`IN_SERVICE`].
 #[pin_data]
 pub(crate) struct Area {
     /// The C descriptor of the area.
-    c: &'static boot::GcmaArea,
+    c: &'static ReservedArea,
     /// Page frame number of page 0 of the map.
     base_pfn: usize,
     /// The area's pages; their state follows the map's: free, lent,
@@ -168,21 +169,24 @@ impl WorkItem for Area {
     }
 }
 
-/// The areas in service, for the page allocator's free path: the first
-/// [`NR_IN_SERVICE`] entries are set, each once.
-static IN_SERVICE: [AtomicPtr<Area>; bindings::GCMA_MAX_AREAS as usize] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; bindings::GCMA_MAX_AREAS as usize];
+/// The areas in service, for the entry points and the page allocator's
+/// free path: the first [`NR_IN_SERVICE`] entries are set, each once.
+static IN_SERVICE: [OnceRef<Area>; bindings::GCMA_MAX_AREAS as usize] =
+    [const { OnceRef::new() }; bindings::GCMA_MAX_AREAS as usize];
 static NR_IN_SERVICE: AtomicUsize = AtomicUsize::new(0);
 
 /// Returns the areas in service, in the order they went in service.  Any
 /// context.
 pub(crate) fn areas_in_service() -> impl Iterator<Item = &'static Area> {
     let n = NR_IN_SERVICE.load(Ordering::Acquire);
-    IN_SERVICE[..n].iter().map(|a| {
-        // SAFETY: the entries below `NR_IN_SERVICE` (acquire) were set to
-        // leaked `Area`s before it was raised (release).
-        unsafe { &*a.load(Ordering::Relaxed) }
-    })
+    // The entries below `n` were set before it was raised.
+    IN_SERVICE[..n].iter().filter_map(OnceRef::get)
+}
+
+/// Returns the area in service whose C descriptor is `area`, a pointer a
+/// C caller passed: only its address is compared.
+pub(crate) fn area_of_descriptor(area: *const bindings::gcma_area) -> Option<&'static Area> {
+    areas_in_service().find(|a| a.c.is(area))
 }
 
 /// Returns the area in service that holds page frame `pfn`.
@@ -201,7 +205,8 @@ pub(crate) fn area_in_pfn_range(start: usize, end: usize) -> Option<&'static Are
 impl Area {
     /// Allocates `count` pages whose first page frame number is aligned to
     /// `1 << align` pages, with `gfp` as the page allocator takes it, and
-    /// returns the first page: the pages are the caller's.
+    /// returns the first page and its index in the area: the pages are the
+    /// caller's.
     ///
     /// The search holds the lock for at most [`TRIES_PER_LOCK`] tries at a
     /// time.  When it resumes, pages below where it stopped may have been
@@ -228,15 +233,16 @@ impl Area {
         count: usize,
         align: u32,
         gfp: bindings::gfp_t,
-    ) -> Result<*mut bindings::page> {
+    ) -> Result<(*mut bindings::page, usize)> {
         loop {
             let (mut run, lent) = self.claim(ctx, count, align, gfp)?;
             if lent > 0 {
                 self.discard(ctx, &mut run);
             }
+            let start = run.start();
             if let Some(page) = self.complete(run) {
                 self.alloc_success.fetch_add(1, Ordering::Relaxed);
-                return Ok(page);
+                return Ok((page, start));
             }
         }
     }
@@ -457,24 +463,12 @@ impl Area {
 
     /// Traces a release done.
     fn trace_released(&self, start: usize, count: usize) {
-        // SAFETY: the descriptor is the area's.
-        unsafe {
-            bindings::gcma_release_done(self.c.as_ptr(), (self.base_pfn + start) as _, count as _)
-        };
+        self.c.release_done(self.base_pfn + start, count);
     }
 
     /// Logs (rate-limited) and traces a release refused as a caller's bug.
     fn refuse_release(&self, start: usize, count: usize, why: &'static CStr) {
-        // SAFETY: the descriptor is the area's, and `why` a NUL-terminated
-        // string that lives forever.
-        unsafe {
-            bindings::gcma_release_refused(
-                self.c.as_ptr(),
-                (self.base_pfn + start) as _,
-                count as _,
-                why.as_char_ptr(),
-            )
-        };
+        self.c.release_refused(self.base_pfn + start, count, why);
     }
 
     /// Pages of the area: in all, owned by primary clients, and lent to
@@ -536,7 +530,7 @@ impl Area {
 ///
 /// Called once per area, in process context, before anything else uses
 /// the area's pages.
-unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
+unsafe fn init_area(area: &'static ReservedArea) -> Result<&'static Area> {
     let nr_pages = area.nr_pages();
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
@@ -591,9 +585,18 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
     let ptr = Arc::into_raw(state);
     // SAFETY: `ptr` comes from `Arc::into_raw` and is never released.
     let state: &'static Area = unsafe { &*ptr };
-    IN_SERVICE[n].store(ptr.cast_mut(), Ordering::Relaxed);
+    // The free paths send the area's pages back to it before the entry
+    // points can find it, hence before its first allocation; then the
+    // sysfs files appear (its debugfs files come once every area is in
+    // service, `crate::debugfs::init()`).
+    area.enter_service(&ctx);
+    if IN_SERVICE[n].set(state).is_err() {
+        // `n` is the count of set entries, and only this call, which runs
+        // once, raises it.
+        return Err(EBUSY);
+    }
     NR_IN_SERVICE.store(n + 1, Ordering::Release);
-    area.publish(state);
+    sysfs::add_area(state);
     pr_info!(
         "{}: {} pages from pfn {:#x}, node {}, {} free{}\n",
         area.name(),
@@ -625,10 +628,13 @@ unsafe fn init_area(area: &'static boot::GcmaArea) -> Result<&'static Area> {
 /// and a second call would publish a second state for the same pages.
 #[no_mangle]
 pub unsafe extern "C" fn gcma_rs_init() -> c_int {
+    // SAFETY: this function runs in process context, with no atomic
+    // section active (its own contract).
+    let ctx = unsafe { delay::MaySleep::new() };
     // The areas in service, for DMEM; a failed push only costs DMEM the
     // area.
     let mut ready: KVec<&'static Area> = KVec::new();
-    for area in boot::reserved_areas() {
+    for area in reserved_areas() {
         // SAFETY: this function runs once, in process context (its own
         // contract), and each reserved area appears once.
         match unsafe { init_area(area) } {
@@ -642,10 +648,11 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     }
     #[cfg(CONFIG_GCMA_THP)]
     {
-        thp::init(ready.iter().copied().filter(|a| a.is_thp()));
-        // As `thp.c`, which applies the boot mode next: a mode and files
-        // wherever "gcma=" reserved an area.
-        if boot::reserved_areas().next().is_some() {
+        // A mode and files wherever "gcma=" reserved an area.
+        if reserved_areas().next().is_some() {
+            if let Err(e) = thp::init(ready.iter().copied().filter(|a| a.is_thp()), &ctx) {
+                pr_err!("thp: not started: {:?}\n", e);
+            }
             sysfs::add_thp();
         }
     }
@@ -653,9 +660,6 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     debugfs::init();
     if !ready.is_empty() {
         pr_info!("{} area(s) ready\n", ready.len());
-        // SAFETY: this function runs in process context, with no atomic
-        // section active (its own contract).
-        let ctx = unsafe { delay::MaySleep::new() };
         if let Err(e) = dmem_client::init(&ready, &ctx) {
             pr_err!("dmem: not started: {:?}\n", e);
         }

@@ -13,7 +13,6 @@
 use crate::{
     dmem::FileKey,
     dmem_client,
-    dmem_kernel::LendTag,
     dmem_tests::{fill, instances},
     Area,
 };
@@ -22,7 +21,7 @@ use kernel::{
     bindings, delay,
     kunit::suite::{spawn_workers, TestRng as Rng},
     kunit_expect, kunit_expect_eq,
-    mm::{buddy::ContigPages, frames::PageFate},
+    mm::{buddy::ContigPages, frames::PageFate, gcma::LendTag},
     prelude::*,
     str::CStr,
     sync::Arc,
@@ -31,7 +30,7 @@ use kernel::{
 /// The allocator state of the first area (the KUnit kernel boots with
 /// `gcma=16M`).
 fn area() -> Result<&'static Area> {
-    let area = crate::boot::reserved_areas().next().and_then(|a| a.state());
+    let area = crate::areas_in_service().next();
     kunit_expect!(area.is_some(), "no GCMA area: boot with gcma=16M");
     area.ok_or(ENODEV)
 }
@@ -166,7 +165,7 @@ fn poisoned_during_discard() -> Result {
         let _tag = LendTag::enter();
         kunit_expect_eq!(area.alloc(&ctx, nr, 0, gfp).err(), Some(ENOMEM));
         match area.alloc(&ctx, 64, 0, gfp) {
-            Ok(p) => {
+            Ok((p, _)) => {
                 // SAFETY: the allocation just made, of 64 pages.
                 unsafe { bindings::gcma_release(area.c.as_ptr(), p, 64) };
             }

@@ -346,7 +346,7 @@ struct cma *gcma_device_cma(unsigned int idx)
 	if (idx >= gcma_nr_areas)
 		return NULL;
 	area = &gcma_areas[idx];
-	if (area->thp || area->refused || !READ_ONCE(area->rs))
+	if (area->thp || area->refused || !READ_ONCE(area->in_service))
 		return NULL;
 	return area->cma;
 }
@@ -401,7 +401,6 @@ static int __init gcma_init(void)
 	for (i = 0; i < gcma_nr_areas; i++)
 		gcma_check_zone(&gcma_areas[i]);
 	gcma_rs_init();
-	gcma_thp_init();
 	return 0;
 }
 subsys_initcall(gcma_init);

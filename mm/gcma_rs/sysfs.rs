@@ -18,7 +18,6 @@
 //! a time, or in the files' callbacks (process context).
 
 use crate::{
-    boot::GcmaArea,
     dmem_client::{self, dmems},
     Area,
 };
@@ -31,7 +30,6 @@ use core::{
 use kernel::{
     bindings, c_str,
     delay::MaySleep,
-    error::to_result,
     new_file_dir,
     prelude::*,
     str::BStr,
@@ -61,12 +59,12 @@ fn root_parent() -> Option<Parent<'static>> {
 }
 
 /// The files of `/sys/kernel/mm/gcma/<area>/`.
-struct AreaFiles(&'static GcmaArea);
+struct AreaFiles(&'static Area);
 
 impl AreaFiles {
-    /// The area's counters, all 0 while it is not in service.
+    /// The area's counters.
     fn stats(&self) -> bindings::gcma_stats {
-        self.0.state().map_or_else(Default::default, Area::stats)
+        self.0.stats()
     }
 }
 
@@ -110,7 +108,7 @@ impl Files for AreaFiles {
 
 /// Makes `/sys/kernel/mm/gcma/<area>/` for an area just put in service; a
 /// failure is logged, and the area serves without its files.
-pub(crate) fn add_area(area: &'static GcmaArea) {
+pub(crate) fn add_area(area: &'static Area) {
     match root().and_then(|root| new_file_dir!(area.name(), root, AreaFiles(area))) {
         Ok(dir) => {
             dir.leak();
@@ -147,32 +145,17 @@ impl DmemFiles {
     /// (`gcma_parse_bool()`, which allows one newline after it) switches
     /// the client, off dropping its pages.
     fn store_enabled(&self, input: &[u8], ctx: &MaySleep) -> Result {
-        // The C parser needs the text NUL-terminated: at most 15 bytes,
-        // which every word it takes fits in.
-        let mut text = [0u8; 16];
-        let mut on = false;
-        let parsed = input.len() < text.len() && {
-            text[..input.len()].copy_from_slice(input);
-            // SAFETY: `text` is NUL-terminated (zeroed past `input`); `on`
-            // is valid for writes.
-            unsafe { bindings::gcma_parse_bool(text.as_ptr().cast(), &mut on) == 0 }
-        };
-        if !parsed {
+        let Some(on) = kernel::mm::gcma::parse_bool(input) else {
             warn_not_boolean(self.0, input);
             return Err(EINVAL);
-        }
+        };
         dmem_client::switch(self.0, on, ctx)
     }
 
     /// Verify mode's counters of the client: verified, mismatches, skipped.
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     fn verify_counts(&self) -> [u64; 3] {
-        let (mut verified, mut mismatches, mut skipped) = (0, 0, 0);
-        // SAFETY: FFI call; the three pointers are valid for writes.
-        unsafe {
-            bindings::gcma_dmem_verify_counts(self.0, &mut verified, &mut mismatches, &mut skipped)
-        };
-        [verified, mismatches, skipped]
+        kernel::mm::gcma::verify::counts(self.0)
     }
 }
 
@@ -273,14 +256,13 @@ impl ThpFiles {
     }
 
     /// `mode`: a mode's name, and one newline.
-    fn store_mode(&self, input: &[u8], _ctx: &MaySleep) -> Result {
+    fn store_mode(&self, input: &[u8], ctx: &MaySleep) -> Result {
         let word = input.strip_suffix(b"\n").unwrap_or(input);
         let mode = crate::thp::Mode::all()
             .into_iter()
             .find(|m| m.name().as_bytes() == word)
             .ok_or(EINVAL)?;
-        // SAFETY: FFI call, in process context (it takes a mutex).
-        to_result(unsafe { bindings::gcma_thp_set_mode(mode.raw()) })
+        crate::thp::set_mode(mode, ctx)
     }
 
     /// `stat`: one "name value" line per counter, as /proc/vmstat has.

@@ -269,8 +269,8 @@ kernel::kunit_suite! {
 /// The areas in service, through the C entry points.
 mod registry {
     use super::Rng;
-    use crate::boot::GcmaArea;
     use core::sync::atomic::{AtomicUsize, Ordering};
+    use kernel::mm::gcma::ReservedArea;
     use kernel::{
         bindings, delay,
         kunit::suite::spawn_workers,
@@ -281,26 +281,23 @@ mod registry {
 
     /// The first area reserved at boot (the KUnit kernel boots with
     /// `gcma=16M`), or `ENODEV`.
-    fn first_area() -> Result<&'static GcmaArea> {
-        let area = crate::boot::reserved_areas().next();
+    fn first_area() -> Result<&'static ReservedArea> {
+        let area = kernel::mm::gcma::reserved_areas().next();
         kunit_expect!(area.is_some(), "no GCMA area: boot with gcma=16M");
         area.ok_or(ENODEV)
     }
 
-    fn stats(area: &GcmaArea) -> bindings::gcma_stats {
-        let mut st = bindings::gcma_stats::default();
-        // SAFETY: `area` is a reserved area; `st` is writable.
-        unsafe { bindings::gcma_stats(area.as_ptr(), &mut st) };
-        st
+    fn stats(area: &ReservedArea) -> bindings::gcma_stats {
+        crate::entry::__gcma_stats(area.as_ptr())
     }
 
-    fn alloc(area: &GcmaArea, count: usize, align: u32) -> *mut bindings::page {
+    fn alloc(area: &ReservedArea, count: usize, align: u32) -> *mut bindings::page {
         // SAFETY: `area` is a reserved area; no_warn is set as some calls
         // are meant to fail.
         unsafe { bindings::gcma_alloc(area.as_ptr(), count as _, align, true) }
     }
 
-    fn release(area: &GcmaArea, page: *mut bindings::page, count: usize) -> bool {
+    fn release(area: &ReservedArea, page: *mut bindings::page, count: usize) -> bool {
         // SAFETY: `area` is a reserved area; `gcma_release` checks that the
         // range is allocated and refuses it otherwise.
         unsafe { bindings::gcma_release(area.as_ptr(), page, count as _) }
@@ -387,7 +384,7 @@ mod registry {
     /// State shared by the workers of [`registry_concurrent`].
     #[pin_data]
     struct Shared {
-        area: &'static GcmaArea,
+        area: &'static ReservedArea,
         failures: AtomicUsize,
         #[pin]
         done: Mutex<usize>,
@@ -510,7 +507,7 @@ mod registry {
         // with no lock held and outside any RCU read-side section.
         let ctx = unsafe { delay::MaySleep::new() };
         let c = first_area()?;
-        let area = c.state().ok_or(ENODEV)?;
+        let area = crate::area_of_descriptor(c.as_ptr()).ok_or(ENODEV)?;
         let before = stats(c);
         let abandoned = abandoned_runs();
         // Compound: no lent page is taken as it is, so a run given up or

@@ -8,8 +8,9 @@
  * and collapse paths make through include/linux/gcma_thp.h are Rust
  * (thp.rs, on kernel::mm::mempolicy): an area is used only if its node is
  * one the buddy allocation would be allowed to use, the preferred node's
- * first.  The files of /sys/kernel/mm/gcma/thp/ are Rust too (sysfs.rs)
- * and set the mode through gcma_thp_set_mode().
+ * first.  So are the files of /sys/kernel/mm/gcma/thp/ (sysfs.rs) and the
+ * mode's switch, which flips the static key under the mode's mutex
+ * (thp::set_mode(), on kernel::jump_label).
  *
  * The folio is an ordinary compound page of the area (gcma_alloc_gfp()
  * with __GFP_COMP); its caller charges it to the memcg and maps it like
@@ -18,10 +19,9 @@
  * pfn check (gcma_free_page()) returns them to the area.
  *
  * This is C for what 6.12 gives Rust no way to do: "gcma.thp_mode=", an
- * early parameter parsed before the Rust crate starts, the static key
- * and the mutex that serialises it with the mode (no static mutex in
- * 6.12's Rust), and the allocation-tag macro of the KUnit suite's
- * allocation.
+ * early parameter parsed before the Rust crate starts, the definition of
+ * the static key that include/linux/gcma_thp.h tests, and the
+ * allocation-tag macro of the KUnit suite's allocation.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -30,7 +30,6 @@
 #include <linux/gcma_thp.h>
 #include <linux/init.h>
 #include <linux/mm.h>
-#include <linux/mutex.h>
 #include <linux/string.h>
 #include <linux/topology.h>
 
@@ -43,9 +42,8 @@ static const char *const gcma_thp_mode_names[GCMA_THP_NR_MODES] = {
 	[GCMA_THP_ALWAYS] = "always",
 };
 
-/* Serialises mode changes with the static key that follows them. */
-static DEFINE_MUTEX(gcma_thp_mode_lock);
-static unsigned int gcma_thp_boot_mode __initdata = GCMA_THP_FALLBACK;
+/* Read by thp.rs at subsys_initcall time, when it applies the mode. */
+static unsigned int gcma_thp_mode_param = GCMA_THP_FALLBACK;
 
 static int __init gcma_thp_parse_mode(char *arg)
 {
@@ -54,26 +52,17 @@ static int __init gcma_thp_parse_mode(char *arg)
 
 	if (mode < 0) {
 		pr_err("gcma.thp_mode=%s: expected never, fallback or always; stays %s\n",
-		       arg ?: "", gcma_thp_mode_names[gcma_thp_boot_mode]);
+		       arg ?: "", gcma_thp_mode_names[gcma_thp_mode_param]);
 		return -EINVAL;
 	}
-	gcma_thp_boot_mode = mode;
+	gcma_thp_mode_param = mode;
 	return 0;
 }
 early_param("gcma.thp_mode", gcma_thp_parse_mode);
 
-/* Sets @mode and the static key; caller holds gcma_thp_mode_lock. */
-static int gcma_thp_apply(unsigned int mode)
+unsigned int gcma_thp_boot_mode(void)
 {
-	int hooks = gcma_rs_thp_set_mode(mode);
-
-	if (hooks < 0)
-		return hooks;
-	if (hooks)
-		static_branch_enable(&gcma_thp_on);
-	else
-		static_branch_disable(&gcma_thp_on);
-	return 0;
+	return gcma_thp_mode_param;
 }
 
 #ifdef CONFIG_GCMA_KUNIT_TEST
@@ -98,43 +87,3 @@ void gcma_thp_test_put(struct folio *folio, bool irqs_off)
 	}
 }
 #endif
-
-/**
- * gcma_thp_set_mode() - switch guaranteed THP's mode
- * @mode: an enum gcma_thp_mode
- *
- * Writing /sys/kernel/mm/gcma/thp/mode (sysfs.rs) lands here: the mode and
- * the static key change together, under the mutex.  May sleep.
- *
- * Return: 0, or -EINVAL for an unknown mode.
- */
-int gcma_thp_set_mode(unsigned int mode)
-{
-	int ret;
-
-	mutex_lock(&gcma_thp_mode_lock);
-	ret = gcma_thp_apply(mode);
-	mutex_unlock(&gcma_thp_mode_lock);
-	return ret;
-}
-
-/**
- * gcma_thp_init() - put guaranteed THP in service
- *
- * Called once the areas are in service: applies the boot mode (the Rust
- * crate has made /sys/kernel/mm/gcma/thp/).  Without a THP area the mode
- * can still be set, but the hooks stay off.
- */
-void __init gcma_thp_init(void)
-{
-	unsigned int areas = gcma_rs_thp_nr_areas();
-
-	if (!gcma_nr_reserved_areas())
-		return;		/* no "gcma=": no /sys/kernel/mm/gcma either */
-	mutex_lock(&gcma_thp_mode_lock);
-	gcma_thp_apply(gcma_thp_boot_mode);
-	mutex_unlock(&gcma_thp_mode_lock);
-	if (areas)
-		pr_info("thp: %u area(s), mode %s\n", areas,
-			gcma_thp_mode_names[gcma_rs_thp_mode()]);
-}

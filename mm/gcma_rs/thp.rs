@@ -24,11 +24,12 @@
 
 use crate::Area;
 use core::{
+    pin::Pin,
     ptr::NonNull,
-    sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering},
 };
 use kernel::{
-    bindings,
+    bindings, c_static_key_false,
     delay::MaySleep,
     ffi::{c_int, c_uint, c_ulong},
     mm::{
@@ -38,7 +39,9 @@ use kernel::{
         virt::VmaRef,
         PMD_ORDER,
     },
+    new_mutex,
     prelude::*,
+    sync::{once_ref::OnceRef, Mutex},
 };
 
 /// The THP policy (`/sys/kernel/mm/gcma/thp/mode`).
@@ -177,8 +180,7 @@ const MAX_AREAS: usize = bindings::GCMA_MAX_AREAS as usize;
 
 /// The THP areas in service, set once at boot by [`init`]; the first
 /// [`NR_AREAS`] are non-NULL.
-static AREAS: [AtomicPtr<Area>; MAX_AREAS] =
-    [const { AtomicPtr::new(core::ptr::null_mut()) }; MAX_AREAS];
+static AREAS: [OnceRef<Area>; MAX_AREAS] = [const { OnceRef::new() }; MAX_AREAS];
 static NR_AREAS: AtomicUsize = AtomicUsize::new(0);
 static MODE: AtomicU8 = AtomicU8::new(Mode::Never as u8);
 
@@ -208,25 +210,62 @@ pub(crate) fn mode() -> Mode {
 /// The THP areas in service.
 pub(crate) fn areas() -> impl Iterator<Item = &'static Area> {
     let n = NR_AREAS.load(Ordering::Acquire);
-    AREAS[..n].iter().filter_map(|a| {
-        // SAFETY: the pointers were made from `&'static Area`s by `init`
-        // and published before `NR_AREAS` (release); those below it are
-        // set for good.
-        unsafe { a.load(Ordering::Relaxed).as_ref() }
-    })
+    // Those below `n` were set before it was raised.
+    AREAS[..n].iter().filter_map(OnceRef::get)
 }
 
-/// Takes the THP areas among the areas in service, once, at boot.
-pub(crate) fn init(thp_areas: impl Iterator<Item = &'static Area>) {
+/// What mode changes share, made once by [`init`].
+struct Switch {
+    /// Serialises mode changes with the static key that follows them.
+    lock: Pin<KBox<Mutex<()>>>,
+}
+
+static SWITCH: OnceRef<Switch> = OnceRef::new();
+
+/// Takes the THP areas among the areas in service and applies the boot
+/// mode (`gcma.thp_mode=`), once, at boot; `ctx` lets it sleep.
+///
+/// Without a THP area the mode can still be set, but the hooks stay off.
+pub(crate) fn init(thp_areas: impl Iterator<Item = &'static Area>, ctx: &MaySleep) -> Result {
     let mut n = 0;
     for area in thp_areas {
         if n == MAX_AREAS {
             break;
         }
-        AREAS[n].store((area as *const Area).cast_mut(), Ordering::Relaxed);
-        n += 1;
+        if AREAS[n].set(area).is_ok() {
+            n += 1;
+        }
     }
     NR_AREAS.store(n, Ordering::Release);
+    let switch = KBox::new(
+        Switch {
+            lock: KBox::pin_init(new_mutex!((), "gcma_thp_mode"), GFP_KERNEL)?,
+        },
+        GFP_KERNEL,
+    )?;
+    SWITCH.set(KBox::leak(switch)).map_err(|_| EBUSY)?;
+    let boot = Mode::from_raw(kernel::mm::gcma::thp_boot_mode()).unwrap_or(Mode::Fallback);
+    set_mode(boot, ctx)?;
+    if n > 0 {
+        pr_info!("thp: {} area(s), mode {}\n", n, mode().name());
+    }
+    Ok(())
+}
+
+/// Sets the mode, and with it the static key of the fault and collapse
+/// hooks (`gcma_thp_on`): on in a mode other than `never` while a THP area
+/// is in service.  Sleeps, which `ctx` allows.  `ENODEV` before [`init`].
+pub(crate) fn set_mode(m: Mode, ctx: &MaySleep) -> Result {
+    let switch = SWITCH.get().ok_or(ENODEV)?;
+    let _guard = switch.lock.lock();
+    MODE.store(m as u8, Ordering::Relaxed);
+    let key = c_static_key_false!(gcma_thp_on);
+    if m != Mode::Never && have_areas() {
+        key.enable(ctx);
+    } else {
+        key.disable(ctx);
+    }
+    Ok(())
 }
 
 /// Who allocates, for the counters.
@@ -312,30 +351,6 @@ fn fault_folio(
         let nid = numa::current_node().as_u32() as c_int;
         area_folio(ctx, gfp, nid, None, User::Fault)
     }
-}
-
-/// Sets the mode; returns 1 if the hooks must be on (a mode other than
-/// `never`, and a THP area in service), 0 if not, `-EINVAL` for an unknown
-/// mode.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_rs_thp_set_mode(raw: c_uint) -> c_int {
-    let Some(m) = Mode::from_raw(raw) else {
-        return EINVAL.to_errno();
-    };
-    MODE.store(m as u8, Ordering::Relaxed);
-    (m != Mode::Never && have_areas()) as c_int
-}
-
-/// The mode, as `enum gcma_thp_mode`.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_rs_thp_mode() -> c_uint {
-    mode().raw()
-}
-
-/// The number of THP areas in service.
-#[no_mangle]
-pub(crate) extern "C" fn gcma_rs_thp_nr_areas() -> c_uint {
-    NR_AREAS.load(Ordering::Acquire) as c_uint
 }
 
 /// The folio of an anonymous PMD fault at `haddr` in `vma`, for

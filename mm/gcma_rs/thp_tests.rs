@@ -140,12 +140,7 @@ fn thp_stats() -> thp::Stats {
 /// taken back.
 fn thp_used_pages() -> u64 {
     thp::areas()
-        .map(|a| {
-            let mut st = bindings::gcma_stats::default();
-            // SAFETY: `a.c` is an area in service; `st` is valid for writes.
-            unsafe { bindings::gcma_stats(a.c.as_ptr(), &mut st) };
-            st.primary_used_pages
-        })
+        .map(|a| crate::entry::__gcma_stats(a.c.as_ptr()).primary_used_pages)
         .sum()
 }
 
@@ -164,8 +159,11 @@ fn thp_alloc_until_full() -> Result {
     let capacity: u64 = thp::areas()
         .map(|a| a.page_counts().0 as u64 >> kernel::mm::PMD_ORDER)
         .sum();
+    // SAFETY: a KUnit case runs in its own kthread, in process context,
+    // with no lock held.
+    let ctx = unsafe { kernel::delay::MaySleep::new() };
     let saved = thp::mode();
-    thp::gcma_rs_thp_set_mode(Mode::Always.raw());
+    thp::set_mode(Mode::Always, &ctx)?;
     let (used0, st0) = (thp_used_pages(), thp_stats());
 
     let mut folios = KVec::new();
@@ -224,7 +222,7 @@ fn thp_alloc_until_full() -> Result {
         thp_used_pages(),
         used0
     );
-    thp::gcma_rs_thp_set_mode(saved.raw());
+    thp::set_mode(saved, &ctx)?;
     Ok(())
 }
 

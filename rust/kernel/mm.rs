@@ -12,6 +12,8 @@
 pub mod buddy;
 pub mod folio;
 pub mod frames;
+#[cfg(CONFIG_GCMA)]
+pub mod gcma;
 pub mod mempolicy;
 mod mmap;
 pub mod numa;

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The C half of GCMA, seen from Rust.
+//!
+//! GCMA's allocator is a Rust crate (`mm/gcma_rs/`), but a few of its
+//! parts are C because they run before Rust code can, or are C objects
+//! that macros make: the table of areas that the boot reservation fills
+//! (`reserve.c`, `of.c`), the tracepoints, rate-limited messages and
+//! allocation tags (`area.c`), the boot switches of the DMEM clients
+//! (`dmem_switch.c`) and of guaranteed THP (`thp.c`), and DMEM's verify
+//! mode (`dmem_verify.c`).  This module wraps them, so that the
+//! crate reaches them through safe calls whose contracts are checked here
+//! once.
+//!
+//! C header: [`include/linux/gcma.h`](srctree/include/linux/gcma.h)
+
+use crate::{
+    bindings,
+    ffi::{c_int, c_uint},
+    mm::{numa, numa::NodeId, PAGE_SHIFT},
+    str::CStr,
+    types::Opaque,
+};
+
+/// One area the boot reservation made: an entry of `reserve.c`'s table.
+///
+/// Handed out only as `&'static ReservedArea`, by [`reserved_areas`].
+///
+/// # Invariants
+///
+/// Wraps an entry of `reserve.c`'s static table of areas, which lives as
+/// long as the kernel.  Its `name`, `base`, `size`, `cma` and `thp` are
+/// written during early boot only, before any Rust code runs, and never
+/// change afterwards; `name` is NUL-terminated inside its array.  The rest
+/// of the entry belongs to the C glue and is reached only through the
+/// functions of this type.
+#[repr(transparent)]
+pub struct ReservedArea(Opaque<bindings::gcma_area>);
+
+// SAFETY: the fields read from Rust never change after early boot (type
+// invariant); what the C glue changes, it changes under its own locks or
+// with `WRITE_ONCE()`, whichever thread calls it.
+unsafe impl Sync for ReservedArea {}
+// SAFETY: as above; a `ReservedArea` is never moved (it is only borrowed).
+unsafe impl Send for ReservedArea {}
+
+impl ReservedArea {
+    /// Returns the area's name: `gcma<N>` for a "gcma=" area, the node's
+    /// name for a device-tree area.
+    pub fn name(&self) -> &'static CStr {
+        // SAFETY: `name` is NUL-terminated inside its array and never
+        // changes, and the table lives forever (type invariant).
+        unsafe { CStr::from_char_ptr((*self.0.get()).name.as_ptr()) }
+    }
+
+    /// Returns the page frame number of the area's first page.
+    pub fn base_pfn(&self) -> usize {
+        // SAFETY: written during early boot only (type invariant).
+        let base = unsafe { (*self.0.get()).base };
+        (base >> PAGE_SHIFT) as usize
+    }
+
+    /// Returns the number of pages in the area.
+    pub fn nr_pages(&self) -> usize {
+        // SAFETY: written during early boot only (type invariant).
+        let size = unsafe { (*self.0.get()).size };
+        (size >> PAGE_SHIFT) as usize
+    }
+
+    /// Whether the area is also registered as a CMA area.
+    pub fn has_cma(&self) -> bool {
+        // SAFETY: written during early boot only (type invariant).
+        !unsafe { (*self.0.get()).cma }.is_null()
+    }
+
+    /// Whether the area serves transparent huge pages only (`:thp`).
+    pub fn is_thp(&self) -> bool {
+        // SAFETY: written during early boot only (type invariant).
+        unsafe { (*self.0.get()).thp }
+    }
+
+    /// Returns the NUMA node of the area's first page.
+    pub fn node(&self) -> Option<NodeId> {
+        numa::node_of_pfn(self.base_pfn()).ok()
+    }
+
+    /// Returns the C descriptor, for C functions that take it and for
+    /// telling which area a C caller means ([`ReservedArea::is`]).
+    pub fn as_ptr(&self) -> *mut bindings::gcma_area {
+        self.0.get()
+    }
+
+    /// Whether `ptr`, which a C caller passed, is this area's descriptor.
+    /// Only the address is compared: any pointer is allowed.
+    pub fn is(&self, ptr: *const bindings::gcma_area) -> bool {
+        core::ptr::eq(self.0.get().cast_const(), ptr)
+    }
+
+    /// Makes the page allocator's free paths send the area's pages back to
+    /// GCMA (its pfn span joins the one `gcma_free_page()` tests, and the
+    /// static key goes on), and marks the area in service for the C side
+    /// (the dma-buf heaps take only areas in service).
+    ///
+    /// The owner calls it before the first page of the area can be
+    /// allocated, so that no page of it reaches the buddy lists.  Calling
+    /// it again changes nothing.  Sleeps (it flips a static key), which
+    /// `_ctx` allows.
+    pub fn enter_service(&self, _ctx: &crate::delay::MaySleep) {
+        // SAFETY: a descriptor of the table (type invariant), in process
+        // context.
+        unsafe { bindings::gcma_area_enter_service(self.0.get()) };
+    }
+
+    /// Traces the start of an allocation (`gcma:gcma_alloc_start`).
+    pub fn trace_alloc_start(&self, count: usize, align: u32) {
+        // SAFETY: a descriptor of the table (type invariant); the call
+        // only reads its name.
+        unsafe { bindings::gcma_trace_alloc_start(self.0.get(), count as _, align) };
+    }
+
+    /// Traces the end of an allocation (`gcma:gcma_alloc_finish`): its
+    /// first page frame (`None` if it failed), its error (0 if it
+    /// succeeded) and its time; a failure without `__GFP_NOWARN` in `gfp`
+    /// is also logged, rate-limited.
+    pub fn alloc_done(
+        &self,
+        pfn: Option<usize>,
+        count: usize,
+        align: u32,
+        err: c_int,
+        ns: u64,
+        gfp: bindings::gfp_t,
+    ) {
+        let pfn = pfn.map_or(!0, |p| p as _);
+        // SAFETY: a descriptor of the table (type invariant); the call
+        // only reads its name.
+        unsafe { bindings::gcma_alloc_done(self.0.get(), pfn, count as _, align, err, ns, gfp) };
+    }
+
+    /// Logs (rate-limited) a compound allocation refused because `count`
+    /// is not a power of two.
+    pub fn warn_compound_count(&self, count: usize) {
+        // SAFETY: a descriptor of the table (type invariant); the call
+        // only reads its name.
+        unsafe { bindings::gcma_warn_compound_count(self.0.get(), count as _) };
+    }
+
+    /// Traces a release done (`gcma:gcma_release`).
+    pub fn release_done(&self, pfn: usize, count: usize) {
+        // SAFETY: a descriptor of the table (type invariant); the call
+        // only reads its name.
+        unsafe { bindings::gcma_release_done(self.0.get(), pfn as _, count as _) };
+    }
+
+    /// Logs (rate-limited) and traces a release refused as the caller's
+    /// bug, for the reason `why`.
+    pub fn release_refused(&self, pfn: usize, count: usize, why: &CStr) {
+        // SAFETY: a descriptor of the table (type invariant); `why` is
+        // NUL-terminated and outlives the call, which only prints it.
+        unsafe {
+            bindings::gcma_release_refused(self.0.get(), pfn as _, count as _, why.as_char_ptr())
+        };
+    }
+}
+
+/// Returns the areas the boot reservation made and did not refuse, in
+/// the order of the table ("gcma=" areas first, in command-line order).
+pub fn reserved_areas() -> impl Iterator<Item = &'static ReservedArea> {
+    // SAFETY: FFI call without preconditions.
+    let n = unsafe { bindings::gcma_nr_reserved_areas() };
+    (0..n).filter_map(|i| {
+        // SAFETY: FFI call; any index is allowed (NULL beyond the end or
+        // for a refused area).
+        let ptr = unsafe { bindings::gcma_reserved_area(i) };
+        // SAFETY: a non-NULL result points into `reserve.c`'s static table,
+        // whose fields read from Rust are written only during early boot,
+        // before any Rust code: the type invariant holds for the rest of
+        // the kernel's life.  `ReservedArea` is a transparent wrapper of
+        // the C struct.
+        (!ptr.is_null()).then(|| unsafe { &*ptr.cast::<ReservedArea>() })
+    })
+}
+
+/// The allocation tag of pages lent to DMEM, current while the guard
+/// lives: `/proc/allocinfo` counts lent pages under it, whoever's reclaim
+/// or swap-out stores a copy in them.  A tag is a static object that a C
+/// macro makes, so `area.c` holds it.
+///
+/// # Invariants
+///
+/// `tag` and `old` are what `gcma_lend_tag_enter()` returned and saved,
+/// on the task that holds the guard; the guard is neither `Send` nor
+/// `Sync` (raw pointers), so it is dropped on that task.
+pub struct LendTag {
+    tag: *mut bindings::alloc_tag,
+    old: *mut bindings::alloc_tag,
+}
+
+impl LendTag {
+    /// Makes the tag of lent pages current until the guard is dropped.
+    pub fn enter() -> Self {
+        let mut old = core::ptr::null_mut();
+        // SAFETY: FFI call; `old` is valid for writes.
+        let tag = unsafe { bindings::gcma_lend_tag_enter(&mut old) };
+        // INVARIANT: what the call returned and saved, on this task.
+        Self { tag, old }
+    }
+}
+
+impl Drop for LendTag {
+    fn drop(&mut self) {
+        // SAFETY: restores what `enter` saved, on the same task (type
+        // invariant).
+        unsafe { bindings::gcma_lend_tag_exit(self.tag, self.old) };
+    }
+}
+
+/// Parses a boolean in the words GCMA's parameters and switches take:
+/// `1`/`0`, `y`/`n`, `yes`/`no`, `on`/`off`, optionally followed by one
+/// newline.  Returns `None` for anything else.
+pub fn parse_bool(text: &[u8]) -> Option<bool> {
+    // The C parser needs the text NUL-terminated: every word it takes
+    // fits in 15 bytes.
+    let mut buf = [0u8; 16];
+    if text.len() >= buf.len() {
+        return None;
+    }
+    buf[..text.len()].copy_from_slice(text);
+    let mut on = false;
+    // SAFETY: `buf` is NUL-terminated (zeroed past `text`); `on` is valid
+    // for writes.
+    let ret = unsafe { bindings::gcma_parse_bool(buf.as_ptr().cast(), &mut on) };
+    (ret == 0).then_some(on)
+}
+
+/// Whether DMEM client `client` (`GCMA_DMEM_FILE`, `GCMA_DMEM_SWAP`) is on
+/// at boot, as `gcma.dmem_<client>=` says; `false` for any other value.
+pub fn dmem_boot_enabled(client: c_uint) -> bool {
+    // SAFETY: FFI call; any value is allowed.
+    unsafe { bindings::gcma_dmem_boot_enabled(client) }
+}
+
+/// The mode of guaranteed THP that `gcma.thp_mode=` asked for at boot (an
+/// `enum gcma_thp_mode`; `GCMA_THP_FALLBACK` without the parameter).
+#[cfg(CONFIG_GCMA_THP)]
+pub fn thp_boot_mode() -> c_uint {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::gcma_thp_boot_mode() }
+}
+
+/// DMEM's verify mode (`CONFIG_GCMA_DMEM_VERIFY`): every hit is checked
+/// against the device it stands for.
+#[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+pub mod verify {
+    use super::*;
+    use crate::mm::folio::UnreadFolio;
+
+    /// Whether verify mode is on (`gcma.dmem_verify=`).
+    pub fn is_on() -> bool {
+        crate::c_static_key_false!(gcma_dmem_verify_on).is_enabled()
+    }
+
+    /// The counters of client `client`: hits that matched the device,
+    /// hits that did not, and hits that could not be checked.
+    pub fn counts(client: c_uint) -> [u64; 3] {
+        let (mut verified, mut mismatches, mut skipped) = (0, 0, 0);
+        // SAFETY: FFI call; the three pointers are valid for writes.
+        unsafe {
+            bindings::gcma_dmem_verify_counts(client, &mut verified, &mut mismatches, &mut skipped)
+        };
+        [verified, mismatches, skipped]
+    }
+
+    /// Checks the page-cache folio DMEM just filled against the file, and
+    /// gives it the file's bytes if they differ (a stale copy, warned
+    /// about and counted).  Does nothing for a folio that is not in the
+    /// page cache of its mapping.  Sleeps for the read.
+    pub fn file(folio: &mut UnreadFolio<'_>, key: &bindings::gcma_dmem_file_key) {
+        let f = folio.folio();
+        if f.is_swapcache() || !f.mapping().is_some_and(|m| m.caches(f)) {
+            return;
+        }
+        // SAFETY: the folio is locked and not uptodate (an `UnreadFolio`),
+        // in the page cache of its mapping, not the swap cache (checked
+        // above), so `folio->mapping` is that mapping, which the file
+        // system's read of the same index into a private folio needs;
+        // `key` is valid for reads.
+        unsafe { bindings::gcma_dmem_verify_file(f.as_ptr(), key) };
+    }
+
+    /// Checks the swap-cache folio DMEM just filled against its swap
+    /// slot, as [`file`] does.  Does nothing for a folio that is not in
+    /// the swap cache.  Sleeps for the read.
+    pub fn swap(folio: &mut UnreadFolio<'_>) {
+        let f = folio.folio();
+        if !f.is_swapcache() {
+            return;
+        }
+        // SAFETY: the folio is locked and not uptodate (an `UnreadFolio`),
+        // in the swap cache (checked above), so `folio->swap` names its
+        // slot, which the read looks up.
+        unsafe { bindings::gcma_dmem_verify_swap(f.as_ptr()) };
+    }
+}
