@@ -242,21 +242,6 @@ struct gcma_dmem_stats {
 	u64 poisoned;
 };
 
-/**
- * struct gcma_dmem_file_key - the file part of a DMEM file key
- * @sb: the superblock's device number
- * @ino: the inode number
- *
- * The page index completes the key.  Nothing mutable during the inode's
- * life (such as i_generation, which EXT[24]_IOC_SETVERSION rewrites) may be
- * part of it: entries never outlive the in-memory inode, whose eviction
- * truncates its range, so the pair names one file while they exist.
- */
-struct gcma_dmem_file_key {
-	u32 sb;
-	u64 ino;
-};
-
 /* DMEM clients: index of /sys/kernel/mm/gcma/dmem/<client>. */
 enum gcma_dmem_client {
 	GCMA_DMEM_FILE,
@@ -329,23 +314,14 @@ void __gcma_dmem_swap_free(unsigned int type, unsigned long offset,
 void __gcma_dmem_swapoff(unsigned int type);
 
 #ifdef CONFIG_GCMA_DMEM_VERIFY
-/* Verify mode (mm/gcma_rs/dmem_verify.c): every hit checked on the device. */
+/*
+ * Verify mode (mm/gcma_rs/dmem_verify.c, dmem_verify.rs): every hit is
+ * read back from the device into a private folio and compared.
+ */
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_verify_on);
-void gcma_dmem_verify_file(struct folio *folio,
-			   const struct gcma_dmem_file_key *key);
-void gcma_dmem_verify_swap(struct folio *folio);
-void gcma_dmem_verify_counts(unsigned int client, u64 *verified,
-			     u64 *mismatches, u64 *skipped);
-
-static inline bool gcma_dmem_verifying(void)
-{
-	return static_branch_unlikely(&gcma_dmem_verify_on);
-}
-#else
-static inline bool gcma_dmem_verifying(void) { return false; }
-static inline void gcma_dmem_verify_file(struct folio *folio,
-					 const struct gcma_dmem_file_key *key) { }
-static inline void gcma_dmem_verify_swap(struct folio *folio) { }
+struct folio *gcma_dmem_verify_read_file(struct folio *folio);
+struct folio *gcma_dmem_verify_read_swap(struct folio *folio);
+void gcma_dmem_verify_put(struct folio *dev);
 #endif
 
 /*

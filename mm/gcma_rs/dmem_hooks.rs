@@ -104,7 +104,7 @@ impl FileId {
 }
 
 /// Whether DMEM's verify mode is on: every hit is then checked against the
-/// device (`dmem_verify.c`).
+/// device (`dmem_verify.rs`).
 #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
 fn verifying() -> bool {
     kernel::mm::gcma::verify::is_on()
@@ -220,11 +220,11 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     if verifying() {
-        let key = bindings::gcma_dmem_file_key {
-            sb: id.sb,
-            ino: id.ino,
-        };
-        kernel::mm::gcma::verify::file(&mut unread, &key);
+        crate::dmem_verify::inject_stale(
+            bindings::gcma_dmem_client_GCMA_DMEM_FILE,
+            unread.first_page(),
+        );
+        crate::dmem_verify::file(&mut unread, id.sb, id.ino);
     }
     // SAFETY: the folio holds the page DMEM kept for its range.
     unsafe { unread.end_read(true) };
@@ -370,7 +370,11 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_load(folio: *mut bindings::foli
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     if verifying() {
-        kernel::mm::gcma::verify::swap(&mut unread);
+        crate::dmem_verify::inject_stale(
+            bindings::gcma_dmem_client_GCMA_DMEM_SWAP,
+            unread.first_page(),
+        );
+        crate::dmem_verify::swap(&mut unread);
     }
     // SAFETY: the folio holds the page DMEM kept for its slot.
     unsafe { unread.mark_uptodate() };

@@ -65,6 +65,8 @@ mod dmem;
 mod dmem_client;
 mod dmem_hooks;
 mod dmem_kernel;
+#[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+mod dmem_verify;
 mod entry;
 mod frag;
 mod retire;

@@ -155,7 +155,26 @@ impl DmemFiles {
     /// Verify mode's counters of the client: verified, mismatches, skipped.
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     fn verify_counts(&self) -> [u64; 3] {
-        kernel::mm::gcma::verify::counts(self.0)
+        crate::dmem_verify::counts(self.0)
+    }
+
+    /// `verify_inject`: the self-test's hits still to be made stale.
+    #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+    fn show_inject(&self, out: &mut Emitter<'_>) -> Result {
+        show_u64(out, crate::dmem_verify::injections_pending(self.0) as u64)
+    }
+
+    /// `verify_inject`: a count, and one newline: the client's next hits
+    /// that verify mode's self-test makes stale (`EINVAL` while verify
+    /// mode is off).
+    #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+    fn store_inject(&self, input: &[u8], _ctx: &MaySleep) -> Result {
+        let text = input.strip_suffix(b"\n").unwrap_or(input);
+        let n = core::str::from_utf8(text)
+            .ok()
+            .and_then(|t| t.parse::<usize>().ok())
+            .ok_or(EINVAL)?;
+        crate::dmem_verify::inject(self.0, n)
     }
 }
 
@@ -196,6 +215,12 @@ impl Files for DmemFiles {
         number_file!(DmemFiles, "verify_mismatches", |d| d.verify_counts()[1]),
         #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
         number_file!(DmemFiles, "verify_skipped", |d| d.verify_counts()[2]),
+        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+        Attribute::read_write(
+            c_str!("verify_inject"),
+            DmemFiles::show_inject,
+            DmemFiles::store_inject,
+        ),
     ];
 }
 

@@ -545,6 +545,11 @@ bool rust_helper_rsmm_in_task(void)
 	return in_task();
 }
 
+void rust_helper_rsmm_warn(void)
+{
+	WARN_ON(1);
+}
+
 /* Locked folios of the page and swap caches (kernel::mm::folio). */
 
 unsigned long rust_helper_rsmm_folio_index(const struct folio *folio)

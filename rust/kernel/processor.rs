@@ -86,6 +86,14 @@ pub fn might_sleep() {
     unsafe { bindings::rsmm_might_sleep() }
 }
 
+/// Reports a kernel warning, as C's `WARN_ON(1)`: a `WARNING:` line, a
+/// backtrace that shows the caller, and the `TAINT_WARN` taint.  The caller
+/// logs what went wrong first.
+pub fn warn() {
+    // SAFETY: FFI call without preconditions.
+    unsafe { bindings::rsmm_warn() }
+}
+
 /// Size of the cache lines [`CacheAligned`] pads to: 64 bytes, the line of
 /// x86-64 and of most arm64 cores (`L1_CACHE_BYTES`).
 pub const CACHE_LINE: usize = 64;

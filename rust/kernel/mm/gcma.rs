@@ -7,8 +7,8 @@
 //! that macros make: the table of areas that the boot reservation fills
 //! (`reserve.c`, `of.c`), the tracepoints, rate-limited messages and
 //! allocation tags (`area.c`), the boot switches of the DMEM clients
-//! (`dmem_switch.c`) and of guaranteed THP (`thp.c`), and DMEM's verify
-//! mode (`dmem_verify.c`).  This module wraps them, so that the
+//! (`dmem_switch.c`) and of guaranteed THP (`thp.c`), and the device
+//! reads of DMEM's verify mode (`dmem_verify.c`).  This module wraps them, so that the
 //! crate reaches them through safe calls whose contracts are checked here
 //! once.
 //!
@@ -248,57 +248,83 @@ pub fn thp_boot_mode() -> c_uint {
     unsafe { bindings::gcma_thp_boot_mode() }
 }
 
-/// DMEM's verify mode (`CONFIG_GCMA_DMEM_VERIFY`): every hit is checked
-/// against the device it stands for.
+/// DMEM's verify mode (`CONFIG_GCMA_DMEM_VERIFY`): the device reads that
+/// check a hit, which `dmem_verify.c` makes.
 #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
 pub mod verify {
     use super::*;
-    use crate::mm::folio::UnreadFolio;
+    use crate::mm::{folio::UnreadFolio, page_access::SharedPage};
+    use core::ptr::NonNull;
 
     /// Whether verify mode is on (`gcma.dmem_verify=`).
     pub fn is_on() -> bool {
         crate::c_static_key_false!(gcma_dmem_verify_on).is_enabled()
     }
 
-    /// The counters of client `client`: hits that matched the device,
-    /// hits that did not, and hits that could not be checked.
-    pub fn counts(client: c_uint) -> [u64; 3] {
-        let (mut verified, mut mismatches, mut skipped) = (0, 0, 0);
-        // SAFETY: FFI call; the three pointers are valid for writes.
-        unsafe {
-            bindings::gcma_dmem_verify_counts(client, &mut verified, &mut mismatches, &mut skipped)
-        };
-        [verified, mismatches, skipped]
+    /// What the device holds for a hit: a private folio that a read of
+    /// verify mode filled.
+    ///
+    /// # Invariants
+    ///
+    /// `folio` was returned by `gcma_dmem_verify_read_file()` or
+    /// `gcma_dmem_verify_read_swap()`: an order-0 folio outside every
+    /// cache, uptodate, whose one reference is this value's; nobody else
+    /// reads or writes it.  Dropping the value frees it.
+    pub struct DeviceCopy {
+        folio: NonNull<bindings::folio>,
     }
 
-    /// Checks the page-cache folio DMEM just filled against the file, and
-    /// gives it the file's bytes if they differ (a stale copy, warned
-    /// about and counted).  Does nothing for a folio that is not in the
-    /// page cache of its mapping.  Sleeps for the read.
-    pub fn file(folio: &mut UnreadFolio<'_>, key: &bindings::gcma_dmem_file_key) {
+    impl DeviceCopy {
+        /// The device's bytes.
+        pub fn page(&self) -> SharedPage<'_> {
+            // SAFETY: a folio starts with its first page, which is valid,
+            // mappable and written by nobody while `self` lives (type
+            // invariant).
+            unsafe { SharedPage::from_raw(self.folio.cast()) }
+        }
+    }
+
+    impl Drop for DeviceCopy {
+        fn drop(&mut self) {
+            // SAFETY: the folio and its reference are ours (type
+            // invariant), and this is their last use.
+            unsafe { bindings::gcma_dmem_verify_put(self.folio.as_ptr()) };
+        }
+    }
+
+    /// Reads a page-cache hit back from its file: the folio DMEM just
+    /// filled is read again, at the same index, by the file system into a
+    /// private folio, as the miss would have read it.  `None` if the hit
+    /// cannot be checked (a folio outside the page cache of its mapping,
+    /// an encrypted or verity file, a direct write in flight, a read that
+    /// failed, the size changed meanwhile, no memory).  Sleeps for the read.
+    pub fn read_file(folio: &mut UnreadFolio<'_>) -> Option<DeviceCopy> {
         let f = folio.folio();
         if f.is_swapcache() || !f.mapping().is_some_and(|m| m.caches(f)) {
-            return;
+            return None;
         }
         // SAFETY: the folio is locked and not uptodate (an `UnreadFolio`),
-        // in the page cache of its mapping, not the swap cache (checked
-        // above), so `folio->mapping` is that mapping, which the file
-        // system's read of the same index into a private folio needs;
-        // `key` is valid for reads.
-        unsafe { bindings::gcma_dmem_verify_file(f.as_ptr(), key) };
+        // in the page cache of its mapping and not the swap cache (checked
+        // above), so `folio->mapping` is that mapping.
+        let dev = unsafe { bindings::gcma_dmem_verify_read_file(f.as_ptr()) };
+        // INVARIANT: what the read returned.
+        NonNull::new(dev).map(|folio| DeviceCopy { folio })
     }
 
-    /// Checks the swap-cache folio DMEM just filled against its swap
-    /// slot, as [`file`] does.  Does nothing for a folio that is not in
-    /// the swap cache.  Sleeps for the read.
-    pub fn swap(folio: &mut UnreadFolio<'_>) {
+    /// Reads a swap hit back from its slot on the swap device.  `None` if
+    /// it cannot be checked (a folio outside the swap cache, a swap file
+    /// not on a block device, a read that failed, no memory).  Sleeps for
+    /// the read.
+    pub fn read_swap(folio: &mut UnreadFolio<'_>) -> Option<DeviceCopy> {
         let f = folio.folio();
         if !f.is_swapcache() {
-            return;
+            return None;
         }
         // SAFETY: the folio is locked and not uptodate (an `UnreadFolio`),
         // in the swap cache (checked above), so `folio->swap` names its
-        // slot, which the read looks up.
-        unsafe { bindings::gcma_dmem_verify_swap(f.as_ptr()) };
+        // slot.
+        let dev = unsafe { bindings::gcma_dmem_verify_read_swap(f.as_ptr()) };
+        // INVARIANT: what the read returned.
+        NonNull::new(dev).map(|folio| DeviceCopy { folio })
     }
 }

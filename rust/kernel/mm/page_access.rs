@@ -90,6 +90,21 @@ impl<'a> SharedPage<'a> {
         // races with no write.
         unsafe { self.0.read_raw(buf.as_mut_ptr(), offset, buf.len()) }
     }
+
+    /// Runs `f` on the page's bytes, mapped for the call (pages mapped in
+    /// `f` are unmapped before this one, as `kunmap_local()` wants).
+    pub fn with_bytes<T>(&self, f: impl FnOnce(&[u8; PAGE_SIZE]) -> T) -> T {
+        // SAFETY: the page is valid and mappable (type invariant).
+        let p = unsafe { bindings::kmap_local_page(self.as_ptr()) };
+        // SAFETY: the mapping covers the page's `PAGE_SIZE` bytes, which are
+        // accessible and written by nobody while `self` exists (type
+        // invariant), so they may be shared for the call.
+        let r = f(unsafe { &*p.cast::<[u8; PAGE_SIZE]>() });
+        // SAFETY: undoes the mapping made above; any made in `f` were
+        // undone before `f` returned.
+        unsafe { bindings::kunmap_local(p) };
+        r
+    }
 }
 
 impl Clone for SharedPage<'_> {
