@@ -321,7 +321,6 @@ void __gcma_dmem_swapoff(unsigned int type);
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_verify_on);
 struct folio *gcma_dmem_verify_read_file(struct folio *folio);
 struct folio *gcma_dmem_verify_read_swap(struct folio *folio);
-void gcma_dmem_verify_put(struct folio *dev);
 #endif
 
 /*

@@ -25,6 +25,7 @@
 #include <linux/alloc_tag.h>
 #include <linux/gcma.h>
 #include <linux/mm.h>
+#include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/static_key.h>
 
@@ -35,10 +36,11 @@
 DEFINE_STATIC_KEY_FALSE(gcma_in_service);
 /*
  * The span of the areas in service, widened before each area is published
- * (gcma_area_check_frees(): no page of an area can be freed before then,
- * none was allocated).
+ * (gcma_area_enter_service(): no page of an area can be freed before then,
+ * none was allocated), under gcma_service_lock.
  */
 unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
+static DEFINE_MUTEX(gcma_service_lock);
 
 /**
  * gcma_area_enter_service() - make the page free paths check an area's pfns
@@ -48,16 +50,20 @@ unsigned long gcma_pfn_lo = ULONG_MAX, gcma_pfn_hi;
  * (kernel::mm::gcma::ReservedArea::enter_service()), before the first
  * allocation can find the area: no page of it can be freed before the
  * free paths send its pages back to GCMA.  Also marks the area in service
- * for gcma_device_cma().
+ * for gcma_device_cma(), a moment before the crate publishes its state:
+ * the dma-buf heaps, which look, register at device_initcall time.
+ * Another call changes nothing.  May sleep.
  */
 void gcma_area_enter_service(struct gcma_area *area)
 {
 	unsigned long base = PHYS_PFN(area->base);
 
+	mutex_lock(&gcma_service_lock);
 	WRITE_ONCE(gcma_pfn_lo, min(gcma_pfn_lo, base));
 	WRITE_ONCE(gcma_pfn_hi, max(gcma_pfn_hi, base + (area->size >> PAGE_SHIFT)));
 	static_branch_enable(&gcma_in_service);
 	WRITE_ONCE(area->in_service, true);
+	mutex_unlock(&gcma_service_lock);
 }
 
 void gcma_trace_alloc_start(const struct gcma_area *area, unsigned long count,

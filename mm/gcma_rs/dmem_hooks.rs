@@ -220,10 +220,6 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_read_folio(folio: *mut bindings::fol
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     if verifying() {
-        crate::dmem_verify::inject_stale(
-            bindings::gcma_dmem_client_GCMA_DMEM_FILE,
-            unread.first_page(),
-        );
         crate::dmem_verify::file(&mut unread, id.sb, id.ino);
     }
     // SAFETY: the folio holds the page DMEM kept for its range.
@@ -370,10 +366,6 @@ pub(crate) unsafe extern "C" fn __gcma_dmem_swap_load(folio: *mut bindings::foli
     }
     #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
     if verifying() {
-        crate::dmem_verify::inject_stale(
-            bindings::gcma_dmem_client_GCMA_DMEM_SWAP,
-            unread.first_page(),
-        );
         crate::dmem_verify::swap(&mut unread);
     }
     // SAFETY: the folio holds the page DMEM kept for its slot.

@@ -65,28 +65,13 @@ static int __init gcma_dmem_verify_init(void)
 core_initcall(gcma_dmem_verify_init);
 
 /**
- * gcma_dmem_verify_put() - free a folio a read of verify mode returned
- * @dev: the folio
- */
-void gcma_dmem_verify_put(struct folio *dev)
-{
-	/* block_read_full_folio() may have given it buffers. */
-	if (folio_buffers(dev)) {
-		folio_lock(dev);
-		try_to_free_buffers(dev);
-		folio_unlock(dev);
-	}
-	dev->mapping = NULL;
-	folio_put(dev);
-}
-
-/**
  * gcma_dmem_verify_read_file() - read a page-cache hit back from its file
  * @folio: the locked folio DMEM just filled, not yet uptodate, in the page
  *	cache of @folio->mapping at @folio->index
  *
  * Return: a private folio holding what the file system reads at that
- * index, for gcma_dmem_verify_put(); NULL if the hit cannot be checked.
+ * index, with no mapping and no buffers, whose one reference is the
+ * caller's; NULL if the hit cannot be checked.
  */
 struct folio *gcma_dmem_verify_read_file(struct folio *folio)
 {
@@ -95,6 +80,7 @@ struct folio *gcma_dmem_verify_read_file(struct folio *folio)
 	loff_t size = i_size_read(inode);
 	unsigned int nofs;
 	struct folio *dev;
+	bool ok;
 	int err;
 
 	/*
@@ -126,8 +112,20 @@ struct folio *gcma_dmem_verify_read_file(struct folio *folio)
 	if (!err)
 		folio_wait_locked(dev);
 	/* A truncation or extension meanwhile changes what the read gives. */
-	if (err || !folio_test_uptodate(dev) || i_size_read(inode) != size) {
-		gcma_dmem_verify_put(dev);
+	ok = !err && folio_test_uptodate(dev) && i_size_read(inode) == size;
+	/*
+	 * The folio leaves the mapping before it is returned: its owner may
+	 * keep it past the reader's lock on @folio, which is what keeps the
+	 * mapping.  block_read_full_folio() may have given it buffers.
+	 */
+	if (folio_buffers(dev)) {
+		folio_lock(dev);
+		try_to_free_buffers(dev);
+		folio_unlock(dev);
+	}
+	dev->mapping = NULL;
+	if (!ok) {
+		folio_put(dev);
 		dev = NULL;
 	}
 out:
@@ -141,8 +139,8 @@ out:
  *	its slot, whose device write completed before the folio left the
  *	swap cache
  *
- * Return: a private folio holding the slot's bytes, for
- * gcma_dmem_verify_put(); NULL if the hit cannot be checked.
+ * Return: a private folio holding the slot's bytes, whose one reference
+ * is the caller's; NULL if the hit cannot be checked.
  */
 struct folio *gcma_dmem_verify_read_swap(struct folio *folio)
 {

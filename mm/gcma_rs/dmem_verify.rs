@@ -7,23 +7,24 @@
 //! device (`kernel::mm::gcma::verify`, whose reads `dmem_verify.c` makes)
 //! and compares.  A mismatch is a stale copy, a DMEM bug: it is counted,
 //! logged with the key, the range of bytes that differ and both CRC32s,
-//! reported as a kernel warning (rate-limited), and the reader gets the
-//! device's bytes.  A hit that cannot be read back is counted as skipped
-//! and served as it is.  The counters are
+//! reported as a kernel warning (the first ten of each client, then every
+//! thousandth), and the reader gets the device's bytes.  A hit that cannot
+//! be read back is counted as skipped and served as it is.  The counters
+//! are
 //! `/sys/kernel/mm/gcma/dmem/<client>/verified`, `verify_mismatches` and
 //! `verify_skipped`.
 //!
 //! `verify_inject`, next to them, is the mode's self-test: the next hits
-//! it names have one byte of their copy flipped before the comparison
-//! ([`inject_stale`], which the hooks call), which must find each
-//! (scenario `gcma_dmem_verify`).
+//! it names that can be read back have one byte of their copy flipped
+//! before the comparison ([`inject_stale`]), which must find each and
+//! undo it (scenario `gcma_dmem_verify`).
 
 use core::{
     fmt,
     sync::atomic::{AtomicU64, AtomicUsize, Ordering},
 };
 use kernel::{
-    bindings, c_str,
+    bindings,
     ffi::c_uint,
     mm::{
         folio::UnreadFolio,
@@ -34,6 +35,14 @@ use kernel::{
     processor,
 };
 
+/// DMEM clients (`enum gcma_dmem_client`).
+const NR_CLIENTS: usize = bindings::gcma_dmem_client_GCMA_DMEM_NR_CLIENTS as usize;
+
+/// Mismatches of a client reported in full; after them, every
+/// [`REPORT_EVERY`]th.
+const REPORT_FIRST: u64 = 10;
+const REPORT_EVERY: u64 = 1000;
+
 /// A client's counters.
 struct Counters {
     verified: AtomicU64,
@@ -41,13 +50,13 @@ struct Counters {
     skipped: AtomicU64,
 }
 
-static COUNTERS: [Counters; 2] = [const {
+static COUNTERS: [Counters; NR_CLIENTS] = [const {
     Counters {
         verified: AtomicU64::new(0),
         mismatches: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
     }
-}; 2];
+}; NR_CLIENTS];
 
 /// The counters of client `client` (`enum gcma_dmem_client`): hits that
 /// matched the device, hits that did not, hits that could not be checked;
@@ -90,6 +99,10 @@ fn compare(
     // The range of bytes that differ and both CRC32s; `None` if none does.
     let diff = copy.as_shared().with_bytes(|a| {
         dev.with_bytes(|b| {
+            // The whole pages first (`memcmp()`): the common case.
+            if a == b {
+                return None;
+            }
             let first = a.iter().zip(b.iter()).position(|(x, y)| x != y)?;
             let last = a.iter().zip(b.iter()).rposition(|(x, y)| x != y)?;
             Some((first, last, crc32_le(a), crc32_le(b)))
@@ -99,10 +112,11 @@ fn compare(
         c.verified.fetch_add(1, Ordering::Relaxed);
         return;
     };
-    c.mismatches.fetch_add(1, Ordering::Relaxed);
+    let n = c.mismatches.fetch_add(1, Ordering::Relaxed) + 1;
     copy.copy_from_page(&dev);
-    // SAFETY: FFI call; the name is a NUL-terminated constant.
-    if unsafe { bindings::__printk_ratelimit(c_str!("gcma_dmem_verify").as_char_ptr()) } != 0 {
+    // A stale copy is a bug; the first ones are reported in full, and a
+    // storm of them does not flood the log.
+    if n <= REPORT_FIRST || n % REPORT_EVERY == 0 {
         pr_err!(
             "dmem: stale {}: bytes {}-{} differ; copy crc32 {:08x}, device crc32 {:08x}; the device's bytes are returned\n",
             what,
@@ -125,6 +139,7 @@ pub(crate) fn file(folio: &mut UnreadFolio<'_>, sb: u32, ino: u64) {
             .fetch_add(1, Ordering::Relaxed);
         return;
     };
+    inject_stale(client, folio.first_page());
     let f = folio.folio();
     let index = f.index();
     let size = f
@@ -156,6 +171,7 @@ pub(crate) fn swap(folio: &mut UnreadFolio<'_>) {
             .fetch_add(1, Ordering::Relaxed);
         return;
     };
+    inject_stale(client, folio.first_page());
     let (swap_type, offset) = folio.folio().swap_slot();
     compare(
         client,
@@ -167,7 +183,7 @@ pub(crate) fn swap(folio: &mut UnreadFolio<'_>) {
 
 /// Hits of each client still to be made stale on purpose, verify mode's
 /// self-test (`/sys/kernel/mm/gcma/dmem/<client>/verify_inject`).
-static INJECT: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+static INJECT: [AtomicUsize; NR_CLIENTS] = [const { AtomicUsize::new(0) }; NR_CLIENTS];
 
 /// The self-test's hits of client `client` not made yet.
 pub(crate) fn injections_pending(client: c_uint) -> usize {
@@ -191,8 +207,9 @@ pub(crate) fn inject(client: c_uint, n: usize) -> Result {
 }
 
 /// Flips one byte of `page`, the copy a hit of `client` just gave, if the
-/// self-test asked for it (and verify mode, which undoes it, is on).
-pub(crate) fn inject_stale(client: c_uint, mut page: ExclusivePage<'_>) {
+/// self-test asked for it.  Called only once the device's bytes were read
+/// back, so that the comparison that follows undoes the flip.
+fn inject_stale(client: c_uint, mut page: ExclusivePage<'_>) {
     use core::sync::atomic::Ordering::Relaxed;
     let Some(slot) = INJECT.get(client as usize) else {
         return;

@@ -120,10 +120,17 @@ pub(crate) unsafe extern "C" fn gcma_alloc_gfp_noprof(
 ///
 /// Returns `false` if `pfn` is not in `area` (the caller frees the pages
 /// elsewhere); `true` otherwise, including for a release refused as a
-/// caller's bug, which is logged and changes nothing.  Any context in
-/// which `cma_release()` may be called.
+/// caller's bug (a range that is not an allocation, or a double release),
+/// which is logged and changes nothing.
+///
+/// # Safety
+///
+/// Any context in which `cma_release()` may be called.  The pages are an
+/// allocation of the caller's (or the part of one it releases), which it
+/// stops using: the map can tell a range that is not allocated, not one
+/// that someone else allocated.
 #[no_mangle]
-pub(crate) extern "C" fn __gcma_release(
+pub(crate) unsafe extern "C" fn __gcma_release(
     area: *const bindings::gcma_area,
     pfn: c_ulong,
     count: c_ulong,
@@ -201,8 +208,13 @@ static STRADDLE_WARNED: AtomicBool = AtomicBool::new(false);
 /// included; called through `gcma_free_page()`, behind a static key.
 ///
 /// Returns `true` if the block belongs to an area and was taken.
+///
+/// # Safety
+///
+/// The block lost its last reference and went through the page
+/// allocator's free steps: its pages are nobody's.
 #[no_mangle]
-pub(crate) extern "C" fn __gcma_free_page(pfn: c_ulong, order: c_uint) -> bool {
+pub(crate) unsafe extern "C" fn __gcma_free_page(pfn: c_ulong, order: c_uint) -> bool {
     let Some(a) = area_of_pfn(pfn) else {
         return false;
     };

@@ -652,10 +652,12 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     {
         // A mode and files wherever "gcma=" reserved an area.
         if reserved_areas().next().is_some() {
-            if let Err(e) = thp::init(ready.iter().copied().filter(|a| a.is_thp()), &ctx) {
-                pr_err!("thp: not started: {:?}\n", e);
+            // Without the mode's lock (no memory) the hooks stay off, and
+            // there are no files to change the mode through.
+            match thp::init(ready.iter().copied().filter(|a| a.is_thp()), &ctx) {
+                Ok(()) => sysfs::add_thp(),
+                Err(e) => pr_err!("thp: not started: {:?}\n", e),
             }
-            sysfs::add_thp();
         }
     }
     #[cfg(CONFIG_DEBUG_FS)]

@@ -19,8 +19,9 @@
 //! the collapse's node mask, as the page allocator would apply them, on
 //! `kernel::mm::mempolicy`): one on the preferred node first, then any
 //! other allowed.  A full area is an ordinary failure; the caller falls
-//! back to base pages.  `thp.c` keeps the boot parameter, the static key
-//! and the mode's lock.
+//! back to base pages.  The mode's switch flips the static key of the
+//! hooks under a mutex made at boot ([`set_mode`]); `thp.c` keeps the boot
+//! parameter and the key's definition.
 
 use crate::Area;
 use core::{

@@ -550,6 +550,11 @@ void rust_helper_rsmm_warn(void)
 	WARN_ON(1);
 }
 
+void rust_helper_rsmm_folio_put(struct folio *folio)
+{
+	folio_put(folio);
+}
+
 /* Locked folios of the page and swap caches (kernel::mm::folio). */
 
 unsigned long rust_helper_rsmm_folio_index(const struct folio *folio)

@@ -8,9 +8,9 @@
 //! (`reserve.c`, `of.c`), the tracepoints, rate-limited messages and
 //! allocation tags (`area.c`), the boot switches of the DMEM clients
 //! (`dmem_switch.c`) and of guaranteed THP (`thp.c`), and the device
-//! reads of DMEM's verify mode (`dmem_verify.c`).  This module wraps them, so that the
-//! crate reaches them through safe calls whose contracts are checked here
-//! once.
+//! reads of DMEM's verify mode (`dmem_verify.c`).  This module wraps them,
+//! so that the crate reaches them through safe calls whose contracts are
+//! checked here once.
 //!
 //! C header: [`include/linux/gcma.h`](srctree/include/linux/gcma.h)
 
@@ -102,9 +102,9 @@ impl ReservedArea {
     /// (the dma-buf heaps take only areas in service).
     ///
     /// The owner calls it before the first page of the area can be
-    /// allocated, so that no page of it reaches the buddy lists.  Calling
-    /// it again changes nothing.  Sleeps (it flips a static key), which
-    /// `_ctx` allows.
+    /// allocated, so that no page of it reaches the buddy lists.  Calls
+    /// are serialised in C, and calling it again changes nothing.  Sleeps
+    /// (it takes a mutex and flips a static key), which `_ctx` allows.
     pub fn enter_service(&self, _ctx: &crate::delay::MaySleep) {
         // SAFETY: a descriptor of the table (type invariant), in process
         // context.
@@ -190,7 +190,10 @@ pub fn reserved_areas() -> impl Iterator<Item = &'static ReservedArea> {
 ///
 /// `tag` and `old` are what `gcma_lend_tag_enter()` returned and saved,
 /// on the task that holds the guard; the guard is neither `Send` nor
-/// `Sync` (raw pointers), so it is dropped on that task.
+/// `Sync` (raw pointers), so it is dropped on that task.  Guards nest: one
+/// dropped before a guard made after it restores a tag that is not the
+/// current one (a debugging kernel warns).
+#[must_use = "the tag is current only while the guard lives"]
 pub struct LendTag {
     tag: *mut bindings::alloc_tag,
     old: *mut bindings::alloc_tag,
@@ -268,8 +271,9 @@ pub mod verify {
     ///
     /// `folio` was returned by `gcma_dmem_verify_read_file()` or
     /// `gcma_dmem_verify_read_swap()`: an order-0 folio outside every
-    /// cache, uptodate, whose one reference is this value's; nobody else
-    /// reads or writes it.  Dropping the value frees it.
+    /// cache, with no mapping and no buffers, uptodate, whose one
+    /// reference is this value's; nobody else reads or writes it.
+    /// Dropping the value frees it (`folio_put()`, which never sleeps).
     pub struct DeviceCopy {
         folio: NonNull<bindings::folio>,
     }
@@ -286,9 +290,9 @@ pub mod verify {
 
     impl Drop for DeviceCopy {
         fn drop(&mut self) {
-            // SAFETY: the folio and its reference are ours (type
-            // invariant), and this is their last use.
-            unsafe { bindings::gcma_dmem_verify_put(self.folio.as_ptr()) };
+            // SAFETY: the folio's one reference is ours (type invariant),
+            // and this is its last use.
+            unsafe { bindings::rsmm_folio_put(self.folio.as_ptr()) };
         }
     }
 

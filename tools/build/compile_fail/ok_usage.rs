@@ -63,3 +63,12 @@ pub fn good_workers(ctx: &mut MaySleep) {
     let guard = rcu::read_lock(ctx);
     drop(guard);
 }
+
+/// A `Sync` value is published once and read back.
+pub fn good_once_ref() -> Option<u64> {
+    static SLOT: kernel::sync::once_ref::OnceRef<AtomicU64> =
+        kernel::sync::once_ref::OnceRef::new();
+    static VALUE: AtomicU64 = AtomicU64::new(7);
+    let _ = SLOT.set(&VALUE);
+    SLOT.get().map(|v| v.load(Ordering::Relaxed))
+}

@@ -5,7 +5,7 @@
 # mem: 1G
 # disk: 64M ext2
 # disk: 128M
-# allow-splat: WARNING: CPU: [0-9]+ PID: [0-9]+ at .*(dmem_verify|helpers/mm)
+# allow-splat: WARNING: CPU: [0-9]+ PID: [0-9]+ at rust/helpers/mm.c:[0-9]+ rust_helper_rsmm_warn
 # timeout: 400
 
 # The other DMEM scenarios check that verify mode never finds a mismatch;
@@ -62,4 +62,7 @@ check swap_injected_all expect_eq "$(cat $S/verify_inject)" 0
 check swap_found_each expect_eq "$(read_counter $S/verify_mismatches)" $((mism + N))
 check swap_warned_each expect_eq "$(dmesg | grep -c 'gcma: dmem: stale swap page')" $N
 swapoff /dev/vdb
+
+# The warnings allowed above are these reports' and no others.
+check warnings_each expect_eq "$(dmesg | grep -cE 'WARNING: .* rust_helper_rsmm_warn')" $((2 * N))
 check no_splat no_splat
