@@ -143,11 +143,15 @@ pub(crate) unsafe extern "C" fn __gcma_release(
     };
     let count: usize = count;
     // A release queued for process context is traced when it is done.
-    let res = if in_task() {
-        a.release(start, count)
-            .map(|()| a.trace_released(start, count))
-    } else {
-        a.defer_release(start, count)
+    // SAFETY: the pages are the caller's allocation, which it stops using
+    // (this function's contract).
+    let res = unsafe {
+        if in_task() {
+            a.release(start, count)
+                .map(|()| a.trace_released(start, count))
+        } else {
+            a.defer_release(start, count)
+        }
     };
     if let Err(why) = res {
         a.refuse_release(start, count, why);

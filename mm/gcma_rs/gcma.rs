@@ -391,8 +391,19 @@ impl Area {
 
     /// Releases the allocated pages `start..start + count` (see
     /// `gcma_release()`), from process context.  Returns why a release
-    /// was refused, if it was.
-    fn release(&self, start: usize, count: usize) -> core::result::Result<(), &'static CStr> {
+    /// was refused, if it was: the map refuses a range that is not
+    /// allocated, or is being released already.
+    ///
+    /// # Safety
+    ///
+    /// The pages are an allocation (or plain pages of one) that the
+    /// caller owns and stops using: the map cannot tell an allocation of
+    /// the caller's from one of someone else's.
+    unsafe fn release(
+        &self,
+        start: usize,
+        count: usize,
+    ) -> core::result::Result<(), &'static CStr> {
         // Pages freed behind GCMA's back are not released twice.
         self.drain_returned();
         self.frames.release_shape(start, count)?;
@@ -408,8 +419,9 @@ impl Area {
         }
         self.released.fetch_add(1, Ordering::Relaxed);
         // SAFETY: the map accepted the release: the range is an allocation
-        // (or plain pages of one) whose owner let go of it, marked
-        // releasing, so no other release of it can be in flight.
+        // (or plain pages of one), marked releasing, so no other release
+        // of it can be in flight, and its owner let go of it (this
+        // function's contract).
         let run = unsafe { self.frames.released(start, count) };
         let mut sweep = retire::Sweep::new(self, start);
         if run.put(|i, fate| sweep.page(i, fate)) {
@@ -425,7 +437,15 @@ impl Area {
     /// the caller is in interrupt context, where the map's lock cannot be
     /// taken.  The checks for a bad release are made then; here only
     /// what the queue itself needs.
-    fn defer_release(&self, start: usize, count: usize) -> core::result::Result<(), &'static CStr> {
+    ///
+    /// # Safety
+    ///
+    /// As for [`Area::release`], which the work item calls.
+    unsafe fn defer_release(
+        &self,
+        start: usize,
+        count: usize,
+    ) -> core::result::Result<(), &'static CStr> {
         // The first page's private field carries the count; a tail page's
         // fields are its compound head's, and a page without a reference
         // may be one the free path returned.
@@ -456,7 +476,9 @@ impl Area {
             // SAFETY: `start` is the first page of an allocation whose
             // release `defer_release()` queued, with its count.
             let count = unsafe { self.frames.take_private(start) };
-            match self.release(start, count) {
+            // SAFETY: `defer_release()`'s caller owned the allocation and
+            // let go of it (its contract, which it passes on here).
+            match unsafe { self.release(start, count) } {
                 Ok(()) => self.trace_released(start, count),
                 Err(why) => self.refuse_release(start, count, why),
             }
