@@ -16,7 +16,7 @@
 //!
 //! `verify_inject`, next to them, is the mode's self-test: the next hits
 //! it names that can be read back have one byte of their copy flipped
-//! before the comparison ([`inject_stale`]), which must find each and
+//! before the comparison ([`read_back`]), which must find each and
 //! undo it (scenario `gcma_dmem_verify`).
 
 use core::{
@@ -129,17 +129,32 @@ fn compare(
     }
 }
 
+/// What a read back gave for a hit of `client` in `folio`: the device's
+/// bytes, with the self-test's flip applied to the copy now that they are
+/// in hand; `None`, counted as skipped, if the hit cannot be checked.
+fn read_back(
+    client: c_uint,
+    folio: &mut UnreadFolio<'_>,
+    dev: Option<DeviceCopy>,
+) -> Option<DeviceCopy> {
+    let Some(dev) = dev else {
+        if let Some(c) = COUNTERS.get(client as usize) {
+            c.skipped.fetch_add(1, Ordering::Relaxed);
+        }
+        return None;
+    };
+    inject_stale(client, folio.first_page());
+    Some(dev)
+}
+
 /// Checks a page-cache hit: `folio` was just filled by DMEM for the file
 /// on the device numbered `sb`, inode `ino`.  Sleeps for the read.
 pub(crate) fn file(folio: &mut UnreadFolio<'_>, sb: u32, ino: u64) {
     let client = bindings::gcma_dmem_client_GCMA_DMEM_FILE;
-    let Some(dev) = device::read_file(folio) else {
-        COUNTERS[client as usize]
-            .skipped
-            .fetch_add(1, Ordering::Relaxed);
+    let dev = device::read_file(folio);
+    let Some(dev) = read_back(client, folio, dev) else {
         return;
     };
-    inject_stale(client, folio.first_page());
     let f = folio.folio();
     let index = f.index();
     let size = f
@@ -165,13 +180,10 @@ pub(crate) fn file(folio: &mut UnreadFolio<'_>, sb: u32, ino: u64) {
 /// Sleeps for the read.
 pub(crate) fn swap(folio: &mut UnreadFolio<'_>) {
     let client = bindings::gcma_dmem_client_GCMA_DMEM_SWAP;
-    let Some(dev) = device::read_swap(folio) else {
-        COUNTERS[client as usize]
-            .skipped
-            .fetch_add(1, Ordering::Relaxed);
+    let dev = device::read_swap(folio);
+    let Some(dev) = read_back(client, folio, dev) else {
         return;
     };
-    inject_stale(client, folio.first_page());
     let (swap_type, offset) = folio.folio().swap_slot();
     compare(
         client,
