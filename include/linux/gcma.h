@@ -92,7 +92,39 @@ unsigned int gcma_nr_reserved_areas(void);
 struct gcma_area *gcma_reserved_area(unsigned int idx);
 struct gcma_area *gcma_area_by_name(const char *name);
 struct cma *gcma_device_cma(unsigned int idx);
-int gcma_parse_bool(const char *s, bool *on);
+
+/**
+ * struct gcma_request - an area "gcma=" asks for, checked
+ * @size: size in bytes, a non-zero multiple of PAGE_SIZE
+ * @base: physical base address if @fixed, page aligned
+ * @fixed: the value gave a base ("gcma=<size>@<base>")
+ * @thp: ":thp", an area for transparent huge pages (@size and @base are
+ *	multiples of PMD_SIZE)
+ */
+struct gcma_request {
+	phys_addr_t size;
+	phys_addr_t base;
+	bool fixed;
+	bool thp;
+};
+
+/* The boot switches gcma_boot_param() parses, one per early parameter. */
+enum gcma_boot_param {
+	GCMA_PARAM_DMA_CMA,	/* gcma.dma_cma= (reserve.c) */
+	GCMA_PARAM_DMEM_FILE,	/* gcma.dmem_file= (dmem_switch.c) */
+	GCMA_PARAM_DMEM_SWAP,	/* gcma.dmem_swap= (dmem_switch.c) */
+	GCMA_PARAM_DMEM_VERIFY,	/* gcma.dmem_verify= (dmem_verify.c) */
+	GCMA_PARAM_THP_MODE,	/* gcma.thp_mode= (thp.c) */
+};
+
+/*
+ * Boot parameters (Rust, mm/gcma_rs/boot_params.rs), called by the early
+ * parameter hooks: each prints why it refuses a value, and keeps the
+ * switches' values for the crate.
+ */
+int gcma_parse_area(const char *arg, struct gcma_request *req);
+int gcma_boot_param(unsigned int param, const char *arg);
+bool gcma_boot_dma_cma(void);
 
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 			unsigned int align, bool no_warn);
@@ -249,22 +281,11 @@ enum gcma_dmem_client {
 	GCMA_DMEM_NR_CLIENTS,
 };
 
-/* DMEM glue (mm/gcma_rs/dmem_switch.c). */
-bool gcma_dmem_boot_enabled(unsigned int client);
-
-/* Guaranteed THP (mm/gcma_rs/thp.c, thp.rs): /sys/kernel/mm/gcma/thp/mode. */
-enum gcma_thp_mode {
-	GCMA_THP_NEVER,		/* buddy allocator only */
-	GCMA_THP_FALLBACK,	/* buddy allocator first, then GCMA */
-	GCMA_THP_ALWAYS,	/* GCMA first, then the buddy allocator */
-	GCMA_THP_NR_MODES,
-};
-
-/* The mode "gcma.thp_mode=" asked for (thp.c); thp.rs applies it. */
-unsigned int gcma_thp_boot_mode(void);
 /*
- * On while the mode is not "never" and a THP area is in service: the
- * wrappers of <linux/gcma_thp.h> test it, thp.rs flips it with the mode.
+ * Guaranteed THP (mm/gcma_rs/thp.c, thp.rs): on while the mode of
+ * /sys/kernel/mm/gcma/thp/mode is not "never" and a THP area is in
+ * service.  The wrappers of <linux/gcma_thp.h> test it, thp.rs flips it
+ * with the mode.
  */
 DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
 
@@ -274,8 +295,10 @@ DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
  * crate.
  */
 int gcma_rs_init(void);
+/* Gives the memory of an area never put in service to the page allocator. */
+void gcma_area_refuse(struct gcma_area *area);
 
-/* KUnit helpers of the THP suite (mm/gcma_rs/thp.c). */
+/* KUnit helpers of the THP suite (mm/gcma_rs/thp_test.c). */
 struct folio *gcma_thp_test_collapse_alloc(void);
 void gcma_thp_test_put(struct folio *folio, bool irqs_off);
 /*

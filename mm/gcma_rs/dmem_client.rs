@@ -261,7 +261,7 @@ pub(crate) fn dmems() -> Option<&'static Dmems> {
 
 /// Whether client `client` is on at boot.
 fn boot_enabled(client: c_uint) -> bool {
-    kernel::mm::gcma::dmem_boot_enabled(client)
+    crate::boot_params::dmem_enabled(client)
 }
 
 /// Creates the instances over `areas` and their sysfs files.  Called once,

@@ -12,11 +12,12 @@
  * bytes are what the reader gets.  So a stale copy is caught at the first
  * read that would have returned it, by whatever test made that read.
  *
- * The comparison, the counters and the reports are Rust
- * (mm/gcma_rs/dmem_verify.rs).  The two reads are C because they drive
- * the block layer and a file system's read path on a folio outside the
- * page cache, which 6.12's Rust has no abstraction for; so are the early
- * parameter and the static key.  They run in the read paths that call the
+ * The comparison, the counters, the reports and the switch are Rust
+ * (mm/gcma_rs/dmem_verify.rs, boot_params.rs).  The two reads are C
+ * because they drive the block layer and a file system's read path on a
+ * folio outside the page cache, which 6.12's Rust has no abstraction for;
+ * so are the early parameter's registration and the static key, which C
+ * macros make.  They run in the read paths that call the
  * DMEM hooks: process context, with the reader's folio locked; they
  * allocate with GFP_NOIO and sleep for the read.  A hit they cannot read
  * back (no memory, a read error, an encrypted or verity file, a swap file
@@ -41,28 +42,11 @@
 
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_verify_on);
 
-static bool gcma_dmem_verify_boot = true;
-
 static int __init gcma_dmem_verify_parse(char *arg)
 {
-	if (!arg || gcma_parse_bool(arg, &gcma_dmem_verify_boot)) {
-		pr_err("gcma.dmem_verify=%s: not a boolean (1/0, y/n, yes/no, on/off); stays %s\n",
-		       arg ?: "", gcma_dmem_verify_boot ? "on" : "off");
-		return 0;
-	}
-	return 0;
+	return gcma_boot_param(GCMA_PARAM_DMEM_VERIFY, arg);
 }
 early_param("gcma.dmem_verify", gcma_dmem_verify_parse);
-
-static int __init gcma_dmem_verify_init(void)
-{
-	if (!gcma_dmem_verify_boot)
-		return 0;
-	static_branch_enable(&gcma_dmem_verify_on);
-	pr_info("dmem: verify mode on: every hit is checked against the device\n");
-	return 0;
-}
-core_initcall(gcma_dmem_verify_init);
 
 /**
  * gcma_dmem_verify_read_file() - read a page-cache hit back from its file

@@ -25,6 +25,7 @@ use core::{
 };
 use kernel::{
     bindings,
+    delay::MaySleep,
     ffi::c_uint,
     mm::{
         folio::UnreadFolio,
@@ -57,6 +58,16 @@ static COUNTERS: [Counters; NR_CLIENTS] = [const {
         skipped: AtomicU64::new(0),
     }
 }; NR_CLIENTS];
+
+/// Turns verify mode on unless `gcma.dmem_verify=` turned it off: called
+/// by `gcma_rs_init()` before DMEM's clients start, so that their first
+/// hit is checked.  Sleeps, which `ctx` allows.
+pub(crate) fn init(ctx: &MaySleep) {
+    if crate::boot_params::verify_enabled() {
+        device::enable(ctx);
+        pr_info!("dmem: verify mode on: every hit is checked against the device\n");
+    }
+}
 
 /// The counters of client `client` (`enum gcma_dmem_client`): hits that
 /// matched the device, hits that did not, hits that could not be checked;

@@ -59,6 +59,8 @@ use kernel::{
 // Items of these modules that only tests use are compiled only for them
 // (`#[cfg(...)]` on each, saying which tests use it).
 mod area_map;
+mod boot_params;
+mod cmdline;
 #[cfg(CONFIG_DEBUG_FS)]
 mod debugfs;
 mod dmem;
@@ -553,8 +555,8 @@ impl Area {
 /// # Safety
 ///
 /// Called once per area, in process context, before anything else uses
-/// the area's pages.
-unsafe fn init_area(area: &'static ReservedArea) -> Result<&'static Area> {
+/// the area's pages, for an area that lies in one zone.
+unsafe fn init_area(area: &'static ReservedArea, ctx: &delay::MaySleep) -> Result<&'static Area> {
     let nr_pages = area.nr_pages();
     let words = area_map::bitmap_words(nr_pages);
     let summary = area_map::summary_words(nr_pages).ok_or(EINVAL)?;
@@ -580,12 +582,10 @@ unsafe fn init_area(area: &'static ReservedArea) -> Result<&'static Area> {
     // makes its own before it changes a page): a failure leaves them
     // reserved, as memblock left them.
     let slot = UniqueArc::<Area>::new_uninit(GFP_KERNEL)?;
-    // SAFETY: the caller's contract.
-    let ctx = unsafe { delay::MaySleep::new() };
-    // SAFETY: the area was reserved in memblock for GCMA alone at boot
-    // (`reserve.c` refuses an area that spans zones), and this is its one
-    // adoption (the caller's contract).
-    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, &ctx) }?;
+    // SAFETY: the area was reserved in memblock for GCMA alone at boot,
+    // `gcma_rs_init()` refuses an area that spans zones, and this is its
+    // one adoption (the caller's contract).
+    let frames = unsafe { OwnedFrames::adopt_reserved(area.base_pfn(), nr_pages, ctx) }?;
     let state = match slot.write_pin_init(pin_init!(Area {
         c: area,
         base_pfn: area.base_pfn(),
@@ -613,7 +613,7 @@ unsafe fn init_area(area: &'static ReservedArea) -> Result<&'static Area> {
     // points can find it, hence before its first allocation; then the
     // sysfs files appear (its debugfs files come once every area is in
     // service, `crate::debugfs::init()`).
-    area.enter_service(&ctx);
+    area.enter_service(ctx);
     if IN_SERVICE[n].set(state).is_err() {
         // `n` is the count of set entries, and only this call, which runs
         // once, raises it.
@@ -659,9 +659,27 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     // area.
     let mut ready: KVec<&'static Area> = KVec::new();
     for area in reserved_areas() {
+        if let Some((pfn, zone, other)) = area.zone_crossing() {
+            pr_err!(
+                "{}: [{:#018x}+{:#018x}] spans zones {} (node {}) and {} (node {}) at pfn {:#x}; \
+                 not used, its memory goes to the page allocator\n",
+                area.name(),
+                area.base_pfn() << kernel::mm::PAGE_SHIFT,
+                area.nr_pages() << kernel::mm::PAGE_SHIFT,
+                zone.name(),
+                zone.node().as_u32(),
+                other.name(),
+                other.node().as_u32(),
+                pfn
+            );
+            // SAFETY: nothing was made of the area yet: this function runs
+            // once, before any other of the crate (its own contract).
+            unsafe { area.refuse() };
+            continue;
+        }
         // SAFETY: this function runs once, in process context (its own
         // contract), and each reserved area appears once.
-        match unsafe { init_area(area) } {
+        match unsafe { init_area(area, &ctx) } {
             Ok(a) => {
                 if ready.push(a, GFP_KERNEL).is_err() {
                     pr_warn!("{}: not used by DMEM: no memory\n", area.name());
@@ -686,6 +704,8 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     debugfs::init();
     if !ready.is_empty() {
         pr_info!("{} area(s) ready\n", ready.len());
+        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+        dmem_verify::init(&ctx);
         if let Err(e) = dmem_client::init(&ready, &ctx) {
             pr_err!("dmem: not started: {:?}\n", e);
         }

@@ -4,11 +4,13 @@
  *
  * "gcma=<size>[@<base>][:thp]" may be given several times; each occurrence
  * asks for one area (":thp": one that serves transparent huge pages only,
- * see thp.c).  Parameters are checked when parsed, memory is taken from
- * memblock in gcma_reserve() (called by the architecture's setup code right
- * after the DMA CMA area is reserved), and a request that cannot be met is
- * dropped with a message: the kernel always boots, with the areas it could
- * reserve.  The allocator proper lives in Rust and starts at subsys_initcall.
+ * see thp.c).  Values are checked when parsed, by gcma_parse_area() (Rust,
+ * boot_params.rs), memory is taken from memblock in gcma_reserve() (called
+ * by the architecture's setup code right after the DMA CMA area is
+ * reserved), and a request that cannot be met is dropped with a message:
+ * the kernel always boots, with the areas it could reserve.  The allocator
+ * proper lives in Rust and starts at subsys_initcall, where it refuses an
+ * area that spans zones (gcma_area_refuse() gives its memory back).
  *
  * With CONFIG_CMA, each area is also registered as a CMA area of the same
  * name and marked as GCMA's, so that cma_alloc() and cma_release() on it
@@ -16,11 +18,11 @@
  * hands its pages to the buddy allocator.  "gcma.dma_cma=1" makes the
  * first area the default DMA CMA area.
  *
- * This is C because it runs before the Rust crate starts: early
- * parameters are parsed and memblock is called from the architecture's
- * setup code, and the table of areas it fills is what the crate reads at
- * subsys_initcall time.  gcma_area_by_name() is exported to modules, which
- * 6.12 cannot do for a Rust function.
+ * This is C because the architecture's setup code calls it to fill the
+ * table of areas, which the crate reads at subsys_initcall time and of.c
+ * fills too, and because early parameters are registered by a C macro
+ * (the hooks hand their values to Rust).  gcma_area_by_name() is exported
+ * to modules, which 6.12 cannot do for a Rust function.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -41,75 +43,19 @@
 #endif
 #include "reserve.h"
 
-struct gcma_request {
-	phys_addr_t size;
-	phys_addr_t base;
-	bool fixed;		/* base given on the command line */
-	bool thp;		/* ":thp": an area for transparent huge pages */
-};
-
 static struct gcma_request gcma_requests[GCMA_MAX_AREAS] __initdata;
 static unsigned int gcma_nr_requests __initdata;
 
 static struct gcma_area gcma_areas[GCMA_MAX_AREAS];
 static unsigned int gcma_nr_areas;
 
+/* gcma_parse_area() checks the value and says why it refuses one. */
 static int __init gcma_parse(char *arg)
 {
-	struct gcma_request req = { };
-	char *end;
+	struct gcma_request req;
 
-	if (!arg || !*arg) {
-		pr_err("invalid gcma= parameter: empty value\n");
+	if (gcma_parse_area(arg, &req))
 		return 0;
-	}
-	req.size = memparse(arg, &end);
-	if (end == arg) {
-		pr_err("invalid gcma=%s: expected <size>[@<base>][:thp]\n", arg);
-		return 0;
-	}
-	if (*end == '@') {
-		char *base = end + 1;
-
-		req.base = memparse(base, &end);
-		if (end == base) {
-			pr_err("invalid gcma=%s: '@' needs a base address\n", arg);
-			return 0;
-		}
-		req.fixed = true;
-	}
-	if (!strcmp(end, ":thp")) {
-		if (!IS_ENABLED(CONFIG_GCMA_THP)) {
-			pr_err("invalid gcma=%s: THP areas need CONFIG_GCMA_THP\n", arg);
-			return 0;
-		}
-		req.thp = true;
-		end += strlen(end);
-	}
-	if (*end) {
-		pr_err("invalid gcma=%s: expected <size>[@<base>][:thp]\n", arg);
-		return 0;
-	}
-	if (!req.size || !PAGE_ALIGNED(req.size)) {
-		pr_err("invalid gcma=%s: size must be a non-zero multiple of %lu\n",
-		       arg, PAGE_SIZE);
-		return 0;
-	}
-	if (!PAGE_ALIGNED(req.base)) {
-		pr_err("invalid gcma=%s: base must be page aligned\n", arg);
-		return 0;
-	}
-	if (req.fixed && req.base + req.size < req.base) {
-		pr_err("invalid gcma=%s: area wraps around the address space\n", arg);
-		return 0;
-	}
-	/* A THP area is carved into PMD-sized, PMD-aligned folios. */
-	if (req.thp && (!IS_ALIGNED(req.size, PMD_SIZE) ||
-			!IS_ALIGNED(req.base, PMD_SIZE))) {
-		pr_err("invalid gcma=%s: a THP area's size and base must be multiples of %lu MiB\n",
-		       arg, PMD_SIZE >> 20);
-		return 0;
-	}
 	if (gcma_nr_requests == GCMA_MAX_AREAS) {
 		pr_err("invalid gcma=%s: at most %d areas\n", arg, GCMA_MAX_AREAS);
 		return 0;
@@ -119,45 +65,9 @@ static int __init gcma_parse(char *arg)
 }
 early_param("gcma", gcma_parse);
 
-static bool gcma_dma_cma __initdata;
-
-/*
- * The spellings of a GCMA switch, off and on alternating.  Stricter than
- * kstrtobool(), which looks at the first characters only and would take
- * "0x1" for off and "yes-" for on.
- */
-static const char *const gcma_bool_words[] = {
-	"0", "1", "n", "y", "N", "Y", "no", "yes", "off", "on",
-};
-
-/**
- * gcma_parse_bool() - parse the whole value of a GCMA switch
- * @s: the value; one trailing newline is allowed (sysfs writes)
- * @on: set to the value on success, untouched otherwise
- *
- * Return: 0, or -EINVAL if @s is not one of gcma_bool_words.
- */
-int gcma_parse_bool(const char *s, bool *on)
-{
-	int i = sysfs_match_string(gcma_bool_words, s);
-
-	if (i < 0)
-		return -EINVAL;
-	*on = i & 1;
-	return 0;
-}
-
 static int __init gcma_parse_dma_cma(char *arg)
 {
-	/* A bare "gcma.dma_cma" switches it on. */
-	if (arg && gcma_parse_bool(arg, &gcma_dma_cma)) {
-		pr_err("gcma.dma_cma=%s: not a boolean (1/0, y/n, yes/no, on/off); stays %s\n",
-		       arg, gcma_dma_cma ? "on" : "off");
-		return 0;
-	}
-	if (!arg)
-		gcma_dma_cma = true;
-	return 0;
+	return gcma_boot_param(GCMA_PARAM_DMA_CMA, arg);
 }
 early_param("gcma.dma_cma", gcma_parse_dma_cma);
 
@@ -311,7 +221,7 @@ void __init gcma_reserve(void)
 		if (!nr_cmdline++)
 			first = area;
 	}
-	if (gcma_dma_cma)
+	if (gcma_boot_dma_cma())
 		gcma_set_dma_default(first);
 }
 
@@ -363,43 +273,21 @@ struct gcma_area *gcma_area_by_name(const char *name)
 EXPORT_SYMBOL_GPL(gcma_area_by_name);
 
 /*
- * An area must lie in one zone, as CMA requires of its areas: the pfn
- * walkers of the page allocator (compaction, isolation, hotplug) take a
- * pageblock to be in one zone, and an area's pageblocks are isolated as a
- * whole (kernel::mm::frames).  A fixed base may put it across a zone or a
- * node boundary, which memblock cannot tell at reservation: refuse such an
- * area now, and give its memory to the page allocator.
+ * Gives the memory of @area, never put in service, to the page allocator:
+ * gcma_rs_init() refuses an area that spans zones (kernel::mm::gcma).
  */
-static void __init gcma_check_zone(struct gcma_area *area)
+void gcma_area_refuse(struct gcma_area *area)
 {
-	unsigned long pfn, base = PHYS_PFN(area->base);
-	unsigned long end = base + (area->size >> PAGE_SHIFT);
-	struct zone *zone = page_zone(pfn_to_page(base));
-
-	for (pfn = base + 1; pfn < end; pfn++) {
-		struct zone *z = page_zone(pfn_to_page(pfn));
-
-		if (z == zone)
-			continue;
-		pr_err("%s: [%pa+%pa] spans zones %s (node %d) and %s (node %d) at pfn %#lx; not used, its memory goes to the page allocator\n",
-		       area->name, &area->base, &area->size, zone->name,
-		       zone_to_nid(zone), z->name, zone_to_nid(z), pfn);
-		area->refused = true;
-		free_reserved_area(phys_to_virt(area->base),
-				   phys_to_virt(area->base + area->size), -1, NULL);
-		return;
-	}
+	area->refused = true;
+	free_reserved_area(phys_to_virt(area->base),
+			   phys_to_virt(area->base + area->size), -1, NULL);
 }
 
 static int __init gcma_init(void)
 {
-	unsigned int i;
-
 	/* An architecture whose setup code does not call gcma_reserve(). */
 	if (gcma_nr_requests && !gcma_reserve_called)
 		pr_err("gcma= ignored: this architecture does not reserve GCMA areas\n");
-	for (i = 0; i < gcma_nr_areas; i++)
-		gcma_check_zone(&gcma_areas[i]);
 	gcma_rs_init();
 	return 0;
 }

@@ -142,10 +142,10 @@ impl DmemFiles {
     }
 
     /// `enabled`: a boolean in the words `gcma.dmem_<client>=` takes
-    /// (`gcma_parse_bool()`, which allows one newline after it) switches
+    /// (`cmdline::parse_bool()`, which allows one newline after it) switches
     /// the client, off dropping its pages.
     fn store_enabled(&self, input: &[u8], ctx: &MaySleep) -> Result {
-        let Some(on) = kernel::mm::gcma::parse_bool(input) else {
+        let Some(on) = crate::cmdline::parse_bool(input) else {
             warn_not_boolean(self.0, input);
             return Err(EINVAL);
         };

@@ -266,6 +266,118 @@ kernel::kunit_suite! {
     cases: [area_map_matches_model, area_map_edges, pending_bits_race],
 }
 
+/// The boot parameters' parsers against the kernel's own.
+mod cmdline {
+    use super::Rng;
+    use crate::cmdline::memparse;
+    use core::mem::MaybeUninit;
+    use kernel::{bindings, c_str, kunit_expect, kunit_expect_eq, prelude::*, str::BStr};
+
+    /// Calls the C `memparse()` on `text`, which holds no NUL.
+    fn c_memparse(text: &[u8]) -> Result<(u64, usize)> {
+        let mut buf = KVec::with_capacity(text.len() + 1, GFP_KERNEL)?;
+        buf.extend_from_slice(text, GFP_KERNEL)?;
+        buf.push(0, GFP_KERNEL)?;
+        let start = buf.as_mut_ptr().cast::<kernel::ffi::c_char>();
+        let mut end = start;
+        // SAFETY: `buf` is NUL-terminated; `end` is valid for writes, and
+        // `memparse()` sets it to a point of the string.
+        let value = unsafe { bindings::memparse(start, &mut end) };
+        // SAFETY: `end` points into `buf`, at or after `start`.
+        let taken = unsafe { end.offset_from(start) } as usize;
+        Ok((value, taken))
+    }
+
+    /// `cmdline::memparse()` takes what the C function takes, to the byte:
+    /// edge cases, then random text of the characters values are made of.
+    fn memparse_matches_c() -> Result {
+        const EDGES: &[&[u8]] = &[
+            b"",
+            b"0",
+            b"16M",
+            b"0x10",
+            b"0X1e",
+            b"0x",
+            b"0xg",
+            b"0xk",
+            b"010",
+            b"08",
+            b"0k",
+            b"1e",
+            b"16E",
+            b"12345xyz",
+            b"18446744073709551616",
+            b"-1",
+            b" 1",
+            b"@16M",
+            b"1028K@0x20001000",
+            b"8M:thp",
+        ];
+        let check = |text: &[u8]| -> Result {
+            let (rust, c) = (memparse(text), c_memparse(text)?);
+            kunit_expect!(
+                rust == c,
+                "memparse({:?}): {:?} in Rust, {:?} in C",
+                BStr::from_bytes(text),
+                rust,
+                c
+            );
+            Ok(())
+        };
+        for text in EDGES {
+            check(text)?;
+        }
+        const CHARS: &[u8] = b"0123456789abcdefxXkKmMgGtTpPeE@:-";
+        let mut rng = Rng::new(0x6d65_6d70);
+        for _ in 0..4000 {
+            let mut text = KVec::new();
+            for _ in 0..rng.below(20) {
+                text.push(CHARS[rng.below(CHARS.len())], GFP_KERNEL)?;
+            }
+            check(&text)?;
+        }
+        Ok(())
+    }
+
+    /// The hook's entry point fills the request in, or leaves it alone and
+    /// returns `-EINVAL`.
+    fn parse_area_entry() -> Result {
+        let mut req = MaybeUninit::new(bindings::gcma_request {
+            size: 1,
+            base: 2,
+            fixed: false,
+            thp: true,
+        });
+        let fields = |req: &MaybeUninit<bindings::gcma_request>| {
+            // SAFETY: initialised above, and `gcma_parse_area()` only ever
+            // writes a whole request.
+            let r = unsafe { req.assume_init_ref() };
+            (r.size, r.base, r.fixed, r.thp)
+        };
+        // SAFETY: a NUL-terminated string.
+        let ret = unsafe {
+            crate::boot_params::gcma_parse_area(c_str!("4M@0x40000000").as_char_ptr(), &mut req)
+        };
+        kunit_expect_eq!(ret, 0);
+        kunit_expect_eq!(fields(&req), (4 << 20, 0x4000_0000, true, false));
+        // SAFETY: as above.
+        let ret = unsafe {
+            crate::boot_params::gcma_parse_area(c_str!("4M@0x1001").as_char_ptr(), &mut req)
+        };
+        kunit_expect_eq!(ret, EINVAL.to_errno());
+        kunit_expect_eq!(fields(&req), (4 << 20, 0x4000_0000, true, false));
+        // SAFETY: NULL is allowed.
+        let ret = unsafe { crate::boot_params::gcma_parse_area(core::ptr::null(), &mut req) };
+        kunit_expect_eq!(ret, EINVAL.to_errno());
+        Ok(())
+    }
+
+    kernel::kunit_suite! {
+        name: "gcma_cmdline",
+        cases: [memparse_matches_c, parse_area_entry],
+    }
+}
+
 /// The areas in service, through the C entry points.
 mod registry {
     use super::Rng;

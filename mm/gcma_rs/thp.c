@@ -18,72 +18,22 @@
  * after migration), its pages reach the page allocator's free path, whose
  * pfn check (gcma_free_page()) returns them to the area.
  *
- * This is C for what 6.12 gives Rust no way to do: "gcma.thp_mode=", an
- * early parameter parsed before the Rust crate starts, the definition of
- * the static key that include/linux/gcma_thp.h tests, and the
- * allocation-tag macro of the KUnit suite's allocation.
+ * This is C for what 6.12 gives Rust no way to do: the definition of the
+ * static key that include/linux/gcma_thp.h tests (static keys are C
+ * objects), and the registration of "gcma.thp_mode=" as an early
+ * parameter, a C macro; boot_params.rs parses its value.  The KUnit
+ * suite's C helpers are in thp_test.c.
  */
-
-#define pr_fmt(fmt) "gcma: " fmt
 
 #include <linux/gcma.h>
 #include <linux/gcma_thp.h>
 #include <linux/init.h>
-#include <linux/mm.h>
-#include <linux/string.h>
-#include <linux/topology.h>
 
 /* On while the mode is not "never" and a THP area is in service. */
 DEFINE_STATIC_KEY_FALSE(gcma_thp_on);
 
-static const char *const gcma_thp_mode_names[GCMA_THP_NR_MODES] = {
-	[GCMA_THP_NEVER] = "never",
-	[GCMA_THP_FALLBACK] = "fallback",
-	[GCMA_THP_ALWAYS] = "always",
-};
-
-/* Read by thp.rs at subsys_initcall time, when it applies the mode. */
-static unsigned int gcma_thp_mode_param = GCMA_THP_FALLBACK;
-
 static int __init gcma_thp_parse_mode(char *arg)
 {
-	int mode = arg ? match_string(gcma_thp_mode_names,
-				      GCMA_THP_NR_MODES, arg) : -EINVAL;
-
-	if (mode < 0) {
-		pr_err("gcma.thp_mode=%s: expected never, fallback or always; stays %s\n",
-		       arg ?: "", gcma_thp_mode_names[gcma_thp_mode_param]);
-		return -EINVAL;
-	}
-	gcma_thp_mode_param = mode;
-	return 0;
+	return gcma_boot_param(GCMA_PARAM_THP_MODE, arg);
 }
 early_param("gcma.thp_mode", gcma_thp_parse_mode);
-
-unsigned int gcma_thp_boot_mode(void)
-{
-	return gcma_thp_mode_param;
-}
-
-#ifdef CONFIG_GCMA_KUNIT_TEST
-/* For the KUnit suite (thp_tests.rs): a collapse's allocation, as it asks. */
-struct folio *gcma_thp_test_collapse_alloc(void)
-{
-	return alloc_hooks(__gcma_collapse_alloc_thp(GFP_TRANSHUGE, numa_node_id(),
-						     NULL));
-}
-
-/* Drops the last reference, with interrupts off if @irqs_off. */
-void gcma_thp_test_put(struct folio *folio, bool irqs_off)
-{
-	unsigned long flags;
-
-	if (irqs_off) {
-		local_irq_save(flags);
-		folio_put(folio);
-		local_irq_restore(flags);
-	} else {
-		folio_put(folio);
-	}
-}
-#endif

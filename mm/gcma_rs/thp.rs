@@ -32,7 +32,7 @@ use core::{
 use kernel::{
     bindings, c_static_key_false,
     delay::MaySleep,
-    ffi::{c_int, c_uint, c_ulong},
+    ffi::{c_int, c_ulong},
     mm::{
         frames::GFP_COMP,
         mempolicy,
@@ -59,25 +59,12 @@ pub(crate) enum Mode {
 impl Mode {
     const ALL: [Mode; 3] = [Mode::Never, Mode::Fallback, Mode::Always];
 
-    pub(crate) fn raw(self) -> c_uint {
-        match self {
-            Mode::Never => bindings::gcma_thp_mode_GCMA_THP_NEVER,
-            Mode::Fallback => bindings::gcma_thp_mode_GCMA_THP_FALLBACK,
-            Mode::Always => bindings::gcma_thp_mode_GCMA_THP_ALWAYS,
-        }
-    }
-
-    fn from_raw(raw: c_uint) -> Option<Mode> {
-        Self::ALL.into_iter().find(|m| m.raw() == raw)
-    }
-
     /// The modes, in the order `/sys/kernel/mm/gcma/thp/mode` lists them.
     pub(crate) const fn all() -> [Mode; 3] {
         Self::ALL
     }
 
-    /// The mode's name in `mode` (and in `gcma.thp_mode=`, which `thp.c`
-    /// parses before Rust runs).
+    /// The mode's name in `mode` and in `gcma.thp_mode=`.
     pub(crate) fn name(self) -> &'static str {
         match self {
             Mode::Never => "never",
@@ -245,8 +232,7 @@ pub(crate) fn init(thp_areas: impl Iterator<Item = &'static Area>, ctx: &MaySlee
         GFP_KERNEL,
     )?;
     SWITCH.set(KBox::leak(switch)).map_err(|_| EBUSY)?;
-    let boot = Mode::from_raw(kernel::mm::gcma::thp_boot_mode()).unwrap_or(Mode::Fallback);
-    set_mode(boot, ctx)?;
+    set_mode(crate::boot_params::thp_mode(), ctx)?;
     if n > 0 {
         pr_info!("thp: {} area(s), mode {}\n", n, mode().name());
     }

@@ -3,11 +3,11 @@
 //! The C half of GCMA, seen from Rust.
 //!
 //! GCMA's allocator is a Rust crate (`mm/gcma_rs/`), but a few of its
-//! parts are C because they run before Rust code can, or are C objects
-//! that macros make: the table of areas that the boot reservation fills
-//! (`reserve.c`, `of.c`), the tracepoints, rate-limited messages and
-//! allocation tags (`area.c`), the boot switches of the DMEM clients
-//! (`dmem_switch.c`) and of guaranteed THP (`thp.c`), and the device
+//! parts are C because the architecture's setup code calls them, or they
+//! are C objects that macros make: the table of areas that the boot
+//! reservation fills (`reserve.c`, `of.c`), the tracepoints, rate-limited
+//! messages and allocation tags (`area.c`), the static keys of DMEM's
+//! hooks and of guaranteed THP (`dmem_switch.c`, `thp.c`), and the device
 //! reads of DMEM's verify mode (`dmem_verify.c`).  This module wraps them,
 //! so that the crate reaches them through safe calls whose contracts are
 //! checked here once.
@@ -16,8 +16,8 @@
 
 use crate::{
     bindings,
-    ffi::{c_int, c_uint},
-    mm::{numa, numa::NodeId, PAGE_SHIFT},
+    ffi::c_int,
+    mm::{numa, numa::NodeId, zone::Zone, PAGE_SHIFT},
     str::CStr,
     types::Opaque,
 };
@@ -30,10 +30,12 @@ use crate::{
 ///
 /// Wraps an entry of `reserve.c`'s static table of areas, which lives as
 /// long as the kernel.  Its `name`, `base`, `size`, `cma` and `thp` are
-/// written during early boot only, before any Rust code runs, and never
-/// change afterwards; `name` is NUL-terminated inside its array.  The rest
-/// of the entry belongs to the C glue and is reached only through the
-/// functions of this type.
+/// written during early boot only, before the crate that owns the areas
+/// starts, and never change afterwards; `name` is NUL-terminated inside
+/// its array.  The area is RAM that memblock reserved: each of its page
+/// frames has a `struct page` in the memory map.  The rest of the entry
+/// belongs to the C glue and is reached only through the functions of
+/// this type.
 #[repr(transparent)]
 pub struct ReservedArea(Opaque<bindings::gcma_area>);
 
@@ -94,6 +96,43 @@ impl ReservedArea {
     /// Only the address is compared: any pointer is allowed.
     pub fn is(&self, ptr: *const bindings::gcma_area) -> bool {
         core::ptr::eq(self.0.get().cast_const(), ptr)
+    }
+
+    /// Returns where the area leaves the zone of its first page: the first
+    /// page frame in another zone, with the two zones.  `None` if the area
+    /// lies in one zone, as CMA requires of its areas and
+    /// [`OwnedFrames::adopt_reserved`] of its ranges: the page allocator's
+    /// pfn walkers (compaction, isolation, hotplug) take a pageblock to be
+    /// in one zone.  memblock cannot tell at reservation whether a fixed
+    /// base puts an area across a zone or node boundary.
+    ///
+    /// Looks at every page frame of the area.
+    ///
+    /// [`OwnedFrames::adopt_reserved`]: crate::mm::frames::OwnedFrames::adopt_reserved
+    pub fn zone_crossing(&self) -> Option<(usize, &'static Zone, &'static Zone)> {
+        // SAFETY: the page frames of the area have `struct page`s for good
+        // (type invariant).
+        let zone_of = |pfn: usize| unsafe { Zone::of_pfn(pfn) };
+        let base = self.base_pfn();
+        let first = zone_of(base);
+        (base + 1..base + self.nr_pages())
+            .map(|pfn| (pfn, zone_of(pfn)))
+            .find(|&(_, zone)| !core::ptr::eq(zone, first))
+            .map(|(pfn, zone)| (pfn, first, zone))
+    }
+
+    /// Refuses the area: it is never put in service, and its memory goes
+    /// to the page allocator.
+    ///
+    /// # Safety
+    ///
+    /// The area was not put in service ([`ReservedArea::enter_service`]),
+    /// and nobody else ever will: its pages are still as memblock left
+    /// them, and nothing refers to them.
+    pub unsafe fn refuse(&self) {
+        // SAFETY: a descriptor of the table (type invariant) whose memory
+        // nobody uses (the caller's contract).
+        unsafe { bindings::gcma_area_refuse(self.0.get()) };
     }
 
     /// Makes the page allocator's free paths send the area's pages back to
@@ -218,39 +257,6 @@ impl Drop for LendTag {
     }
 }
 
-/// Parses a boolean in the words GCMA's parameters and switches take:
-/// `1`/`0`, `y`/`n`, `yes`/`no`, `on`/`off`, optionally followed by one
-/// newline.  Returns `None` for anything else.
-pub fn parse_bool(text: &[u8]) -> Option<bool> {
-    // The C parser needs the text NUL-terminated: every word it takes
-    // fits in 15 bytes.
-    let mut buf = [0u8; 16];
-    if text.len() >= buf.len() {
-        return None;
-    }
-    buf[..text.len()].copy_from_slice(text);
-    let mut on = false;
-    // SAFETY: `buf` is NUL-terminated (zeroed past `text`); `on` is valid
-    // for writes.
-    let ret = unsafe { bindings::gcma_parse_bool(buf.as_ptr().cast(), &mut on) };
-    (ret == 0).then_some(on)
-}
-
-/// Whether DMEM client `client` (`GCMA_DMEM_FILE`, `GCMA_DMEM_SWAP`) is on
-/// at boot, as `gcma.dmem_<client>=` says; `false` for any other value.
-pub fn dmem_boot_enabled(client: c_uint) -> bool {
-    // SAFETY: FFI call; any value is allowed.
-    unsafe { bindings::gcma_dmem_boot_enabled(client) }
-}
-
-/// The mode of guaranteed THP that `gcma.thp_mode=` asked for at boot (an
-/// `enum gcma_thp_mode`; `GCMA_THP_FALLBACK` without the parameter).
-#[cfg(CONFIG_GCMA_THP)]
-pub fn thp_boot_mode() -> c_uint {
-    // SAFETY: FFI call without preconditions.
-    unsafe { bindings::gcma_thp_boot_mode() }
-}
-
 /// DMEM's verify mode (`CONFIG_GCMA_DMEM_VERIFY`): the device reads that
 /// check a hit, which `dmem_verify.c` makes.
 #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
@@ -259,9 +265,15 @@ pub mod verify {
     use crate::mm::{folio::UnreadFolio, page_access::SharedPage};
     use core::ptr::NonNull;
 
-    /// Whether verify mode is on (`gcma.dmem_verify=`).
+    /// Whether verify mode is on.
     pub fn is_on() -> bool {
         crate::c_static_key_false!(gcma_dmem_verify_on).is_enabled()
+    }
+
+    /// Turns verify mode on, for good: the hooks check every hit from
+    /// then on.  Sleeps (it flips a static key), which `ctx` allows.
+    pub fn enable(ctx: &crate::delay::MaySleep) {
+        crate::c_static_key_false!(gcma_dmem_verify_on).enable(ctx);
     }
 
     /// What the device holds for a hit: a private folio that a read of

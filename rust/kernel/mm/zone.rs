@@ -146,6 +146,18 @@ impl Zone {
         unsafe { &*ptr.cast::<Self>() }
     }
 
+    /// Returns the zone of page frame `pfn`.
+    ///
+    /// # Safety
+    ///
+    /// `pfn` must have a `struct page` in the memory map (memory that
+    /// memblock knows as RAM, or that is online), and it must stay there.
+    pub(crate) unsafe fn of_pfn(pfn: usize) -> &'static Self {
+        // SAFETY: the frame has a `struct page` (the caller's contract),
+        // whose zone is a zone of a `pg_data_t`.
+        unsafe { Self::from_raw(bindings::rsmm_page_zone(bindings::pfn_to_page(pfn as _))) }
+    }
+
     fn as_ptr(&self) -> *mut bindings::zone {
         self.0.get()
     }

@@ -16,12 +16,20 @@
 #[path = "../../../../../mm/gcma_rs/area_map/mod.rs"]
 mod area_map;
 
+// The parsers of GCMA's boot parameters (`mm/gcma_rs/cmdline.rs`), which
+// only the tests use here.
+#[cfg(test)]
+#[path = "../../../../../mm/gcma_rs/cmdline.rs"]
+mod cmdline;
+
 pub mod baseline;
 pub mod bench;
 pub mod rng;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod cmdline_tests;
 
 /// The constants and options of the kernel this crate mirrors, from the
 /// configured kernel tree when there is one (see `build.rs`).
