@@ -109,7 +109,7 @@ struct gcma_request {
 };
 
 /* The boot switches gcma_boot_param() parses, one per early parameter. */
-enum gcma_boot_param {
+enum gcma_boot_switch {
 	GCMA_PARAM_DMA_CMA,	/* gcma.dma_cma= (reserve.c) */
 	GCMA_PARAM_DMEM_FILE,	/* gcma.dmem_file= (dmem_switch.c) */
 	GCMA_PARAM_DMEM_SWAP,	/* gcma.dmem_swap= (dmem_switch.c) */
@@ -292,7 +292,8 @@ DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
 /*
  * Implemented in Rust (mm/gcma_rs/gcma.rs).  gcma_rs_init() takes the
  * areas over; gcma_init() calls it once, before anything else reaches the
- * crate.
+ * areas through the crate (only the boot parameters' functions run
+ * earlier).
  */
 int gcma_rs_init(void);
 /* Gives the memory of an area never put in service to the page allocator. */

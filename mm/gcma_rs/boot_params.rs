@@ -35,8 +35,10 @@ use kernel::{
 
 /// A boolean switch read once its value is final.
 ///
-/// The hooks store with `Relaxed`: they run single-threaded during early
-/// boot, long before the initcalls that read the values.
+/// The hooks store with `Relaxed`: they run during early boot, before
+/// other CPUs start, and the values are read later on the same CPU
+/// (`gcma_reserve()`, from the architecture's setup code) or after SMP
+/// bring-up, which orders them (the initcalls).
 struct Switch {
     /// The parameter, for messages.
     name: &'static str,
@@ -149,8 +151,10 @@ fn parse_thp_mode(arg: Option<&CStr>) -> c_int {
 /// # Safety
 ///
 /// `arg` is NULL or points to a NUL-terminated string valid for the
-/// duration of the call.  (`req` is a reference: C passes the address of
-/// its own variable, which is never NULL.)
+/// duration of the call.  `req` is taken as a reference: the caller
+/// passes the address of a `struct gcma_request` of its own (never NULL,
+/// aligned, and touched by nobody else during the call), which may be
+/// uninitialised.
 #[no_mangle]
 pub(crate) unsafe extern "C" fn gcma_parse_area(
     arg: *const c_char,
@@ -187,7 +191,7 @@ pub(crate) unsafe extern "C" fn gcma_parse_area(
     }
 }
 
-/// Parses the value of the boot switch `param` (`enum gcma_boot_param`,
+/// Parses the value of the boot switch `param` (`enum gcma_boot_switch`,
 /// `include/linux/gcma.h`); the early parameter hooks call it.  A refused
 /// value is reported and leaves the switch as it was.
 ///
@@ -204,13 +208,13 @@ pub(crate) unsafe extern "C" fn gcma_boot_param(param: c_uint, arg: *const c_cha
     // call (the caller's contract).
     let arg = (!arg.is_null()).then(|| unsafe { CStr::from_char_ptr(arg) });
     match param {
-        bindings::gcma_boot_param_GCMA_PARAM_DMA_CMA => DMA_CMA.parse(arg),
-        bindings::gcma_boot_param_GCMA_PARAM_DMEM_FILE => DMEM_FILE.parse(arg),
-        bindings::gcma_boot_param_GCMA_PARAM_DMEM_SWAP => DMEM_SWAP.parse(arg),
+        bindings::gcma_boot_switch_GCMA_PARAM_DMA_CMA => DMA_CMA.parse(arg),
+        bindings::gcma_boot_switch_GCMA_PARAM_DMEM_FILE => DMEM_FILE.parse(arg),
+        bindings::gcma_boot_switch_GCMA_PARAM_DMEM_SWAP => DMEM_SWAP.parse(arg),
         #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
-        bindings::gcma_boot_param_GCMA_PARAM_DMEM_VERIFY => DMEM_VERIFY.parse(arg),
+        bindings::gcma_boot_switch_GCMA_PARAM_DMEM_VERIFY => DMEM_VERIFY.parse(arg),
         #[cfg(CONFIG_GCMA_THP)]
-        bindings::gcma_boot_param_GCMA_PARAM_THP_MODE => parse_thp_mode(arg),
+        bindings::gcma_boot_switch_GCMA_PARAM_THP_MODE => parse_thp_mode(arg),
         _ => EINVAL.to_errno(),
     }
 }

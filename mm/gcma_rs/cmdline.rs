@@ -104,17 +104,13 @@ pub(crate) fn memparse(s: &[u8]) -> (u64, usize) {
         (b'0', _) => (8, 0),
         _ => (10, 0),
     };
-    let start = i;
     let mut value: u64 = 0;
     while let Some(digit) = (at(i) as char).to_digit(radix) {
         value = value.wrapping_mul(radix.into()).wrapping_add(digit.into());
         i += 1;
     }
-    if i == start {
-        // Nothing parsed: C's end pointer stays at the start, "0x"
-        // included, and the suffix is looked for there.
-        i = 0;
-    }
+    // With no digit (so `start` is 0: hex needs one after "0x"), C's end
+    // pointer stays at the start, where the suffix is looked for.
     let shift = match at(i).to_ascii_lowercase() {
         b'k' => 10,
         b'm' => 20,

@@ -642,14 +642,19 @@ unsafe fn init_area(area: &'static ReservedArea, ctx: &delay::MaySleep) -> Resul
 /// Called by `reserve.c` at `subsys_initcall` time, once memory management
 /// is up, to take over the areas reserved at boot.
 ///
-/// An area whose state cannot be set up is reported and left reserved but
-/// unused; the call itself always succeeds so that boot goes on.
+/// An area that spans zones is refused (its memory goes to the page
+/// allocator); one whose state cannot be set up is reported and left
+/// reserved but unused.  The call itself always succeeds so that boot
+/// goes on.
 ///
 /// # Safety
 ///
 /// Called once, from process context, before any other function of this
-/// crate: each area's state is created here and published to the C side,
-/// and a second call would publish a second state for the same pages.
+/// crate that touches the areas (the boot parameters' functions of
+/// `boot_params.rs` run earlier, from the architecture's setup code, and
+/// touch only their own statics): each area's state is created here and
+/// published to the C side, and a second call would publish a second
+/// state for the same pages.
 #[no_mangle]
 pub unsafe extern "C" fn gcma_rs_init() -> c_int {
     // SAFETY: this function runs in process context, with no atomic
@@ -672,13 +677,15 @@ pub unsafe extern "C" fn gcma_rs_init() -> c_int {
                 other.node().as_u32(),
                 pfn
             );
-            // SAFETY: nothing was made of the area yet: this function runs
-            // once, before any other of the crate (its own contract).
+            // SAFETY: nothing was made of the area yet (this function runs
+            // once, before any other function of the crate that touches the
+            // areas: its own contract), and the loop moves on without it.
             unsafe { area.refuse() };
             continue;
         }
         // SAFETY: this function runs once, in process context (its own
-        // contract), and each reserved area appears once.
+        // contract), each reserved area appears once, and this one lies in
+        // one zone (checked above).
         match unsafe { init_area(area, &ctx) } {
             Ok(a) => {
                 if ready.push(a, GFP_KERNEL).is_err() {

@@ -278,7 +278,9 @@ EXPORT_SYMBOL_GPL(gcma_area_by_name);
  */
 void gcma_area_refuse(struct gcma_area *area)
 {
-	area->refused = true;
+	if (WARN_ON(READ_ONCE(area->in_service) || area->refused))
+		return;
+	WRITE_ONCE(area->refused, true);
 	free_reserved_area(phys_to_virt(area->base),
 			   phys_to_virt(area->base + area->size), -1, NULL);
 }

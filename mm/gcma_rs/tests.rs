@@ -271,7 +271,11 @@ mod cmdline {
     use super::Rng;
     use crate::cmdline::memparse;
     use core::mem::MaybeUninit;
-    use kernel::{bindings, c_str, kunit_expect, kunit_expect_eq, prelude::*, str::BStr};
+    use kernel::{
+        bindings, c_str, kunit_expect, kunit_expect_eq,
+        prelude::*,
+        str::{BStr, CStr},
+    };
 
     /// Calls the C `memparse()` on `text`, which holds no NUL.
     fn c_memparse(text: &[u8]) -> Result<(u64, usize)> {
@@ -369,12 +373,83 @@ mod cmdline {
         // SAFETY: NULL is allowed.
         let ret = unsafe { crate::boot_params::gcma_parse_area(core::ptr::null(), &mut req) };
         kunit_expect_eq!(ret, EINVAL.to_errno());
+        kunit_expect_eq!(fields(&req), (4 << 20, 0x4000_0000, true, false));
+        Ok(())
+    }
+
+    /// Sets switch `param` from `arg` (NULL: the parameter without `=`).
+    fn set(param: u32, arg: Option<&CStr>) -> i32 {
+        let arg = arg.map_or(core::ptr::null(), CStr::as_char_ptr);
+        // SAFETY: NULL or a NUL-terminated string.
+        unsafe { crate::boot_params::gcma_boot_param(param, arg) }
+    }
+
+    /// The switches' hook entry: words taken, others refused with the
+    /// switch unchanged, a bare parameter as each switch defines it, and 0
+    /// returned for all.  The values are read at boot only, so changing
+    /// them here changes nothing else; each is restored.
+    fn boot_param_entry() -> Result {
+        use crate::boot_params::{dmem_enabled, gcma_boot_dma_cma};
+        const DMA_CMA: u32 = bindings::gcma_boot_switch_GCMA_PARAM_DMA_CMA;
+        const FILE: u32 = bindings::gcma_boot_switch_GCMA_PARAM_DMEM_FILE;
+        const FILE_CLIENT: u32 = bindings::gcma_dmem_client_GCMA_DMEM_FILE;
+
+        let dma_was = gcma_boot_dma_cma();
+        kunit_expect_eq!(set(DMA_CMA, Some(c_str!("off"))), 0);
+        kunit_expect!(!gcma_boot_dma_cma());
+        // A bare "gcma.dma_cma" means on.
+        kunit_expect_eq!(set(DMA_CMA, None), 0);
+        kunit_expect!(gcma_boot_dma_cma());
+        kunit_expect_eq!(set(DMA_CMA, Some(c_str!("0x0"))), 0);
+        kunit_expect!(gcma_boot_dma_cma());
+        set(
+            DMA_CMA,
+            Some(if dma_was { c_str!("1") } else { c_str!("0") }),
+        );
+
+        let file_was = dmem_enabled(FILE_CLIENT);
+        kunit_expect_eq!(set(FILE, Some(c_str!("n"))), 0);
+        kunit_expect!(!dmem_enabled(FILE_CLIENT));
+        // A bare "gcma.dmem_file" is refused.
+        kunit_expect_eq!(set(FILE, None), 0);
+        kunit_expect!(!dmem_enabled(FILE_CLIENT));
+        kunit_expect_eq!(set(FILE, Some(c_str!("yes-"))), 0);
+        kunit_expect!(!dmem_enabled(FILE_CLIENT));
+        kunit_expect_eq!(set(FILE, Some(c_str!("yes"))), 0);
+        kunit_expect!(dmem_enabled(FILE_CLIENT));
+        set(FILE, Some(if file_was { c_str!("1") } else { c_str!("0") }));
+        kunit_expect_eq!(dmem_enabled(FILE_CLIENT), file_was);
+        kunit_expect!(!dmem_enabled(99));
+
+        #[cfg(CONFIG_GCMA_THP)]
+        {
+            use crate::{boot_params::thp_mode, thp::Mode};
+            const THP: u32 = bindings::gcma_boot_switch_GCMA_PARAM_THP_MODE;
+            let was = thp_mode();
+            kunit_expect_eq!(set(THP, Some(c_str!("always"))), 0);
+            kunit_expect_eq!(thp_mode(), Mode::Always);
+            for bad in [c_str!("sometimes"), c_str!("Always"), c_str!("never\n")] {
+                kunit_expect_eq!(set(THP, Some(bad)), 0);
+                kunit_expect_eq!(thp_mode(), Mode::Always);
+            }
+            kunit_expect_eq!(set(THP, None), 0);
+            kunit_expect_eq!(thp_mode(), Mode::Always);
+            let name = match was {
+                Mode::Never => c_str!("never"),
+                Mode::Fallback => c_str!("fallback"),
+                Mode::Always => c_str!("always"),
+            };
+            set(THP, Some(name));
+            kunit_expect_eq!(thp_mode(), was);
+        }
+        // An unknown switch.
+        kunit_expect_eq!(set(99, Some(c_str!("1"))), EINVAL.to_errno());
         Ok(())
     }
 
     kernel::kunit_suite! {
         name: "gcma_cmdline",
-        cases: [memparse_matches_c, parse_area_entry],
+        cases: [memparse_matches_c, parse_area_entry, boot_param_entry],
     }
 }
 

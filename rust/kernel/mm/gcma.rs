@@ -31,11 +31,12 @@ use crate::{
 /// Wraps an entry of `reserve.c`'s static table of areas, which lives as
 /// long as the kernel.  Its `name`, `base`, `size`, `cma` and `thp` are
 /// written during early boot only, before the crate that owns the areas
-/// starts, and never change afterwards; `name` is NUL-terminated inside
-/// its array.  The area is RAM that memblock reserved: each of its page
-/// frames has a `struct page` in the memory map.  The rest of the entry
-/// belongs to the C glue and is reached only through the functions of
-/// this type.
+/// takes them over, and never change afterwards; `name` is NUL-terminated
+/// inside its array.  The area is RAM that memblock reserved: each of its
+/// page frames has a `struct page` in the memory map, until the area is
+/// refused ([`ReservedArea::refuse`], after which its owner never uses it
+/// again).  The rest of the entry belongs to the C glue and is reached
+/// only through the functions of this type.
 #[repr(transparent)]
 pub struct ReservedArea(Opaque<bindings::gcma_area>);
 
@@ -110,9 +111,12 @@ impl ReservedArea {
     ///
     /// [`OwnedFrames::adopt_reserved`]: crate::mm::frames::OwnedFrames::adopt_reserved
     pub fn zone_crossing(&self) -> Option<(usize, &'static Zone, &'static Zone)> {
-        // SAFETY: the page frames of the area have `struct page`s for good
-        // (type invariant).
-        let zone_of = |pfn: usize| unsafe { Zone::of_pfn(pfn) };
+        // SAFETY: the page frames of the area have `struct page`s (type
+        // invariant), and the zone of a page is a zone of a `pg_data_t`,
+        // which is never freed.
+        let zone_of = |pfn: usize| unsafe {
+            Zone::from_raw(bindings::rsmm_page_zone(bindings::pfn_to_page(pfn as _)))
+        };
         let base = self.base_pfn();
         let first = zone_of(base);
         (base + 1..base + self.nr_pages())
@@ -122,13 +126,17 @@ impl ReservedArea {
     }
 
     /// Refuses the area: it is never put in service, and its memory goes
-    /// to the page allocator.
+    /// to the page allocator (which may offline it, so the area's page
+    /// frames may lose their `struct page`s).  [`reserved_areas`] skips
+    /// it from then on.  The C side warns and does nothing for an area in
+    /// service or already refused.
     ///
     /// # Safety
     ///
-    /// The area was not put in service ([`ReservedArea::enter_service`]),
-    /// and nobody else ever will: its pages are still as memblock left
-    /// them, and nothing refers to them.
+    /// The area was not put in service ([`ReservedArea::enter_service`]):
+    /// its pages are still as memblock left them, and nothing refers to
+    /// them.  The caller never uses this reference, nor any other to the
+    /// area, again.
     pub unsafe fn refuse(&self) {
         // SAFETY: a descriptor of the table (type invariant) whose memory
         // nobody uses (the caller's contract).
@@ -213,8 +221,8 @@ pub fn reserved_areas() -> impl Iterator<Item = &'static ReservedArea> {
         let ptr = unsafe { bindings::gcma_reserved_area(i) };
         // SAFETY: a non-NULL result points into `reserve.c`'s static table,
         // whose fields read from Rust are written only during early boot,
-        // before any Rust code: the type invariant holds for the rest of
-        // the kernel's life.  `ReservedArea` is a transparent wrapper of
+        // before the crate takes the areas over, and is not refused: the
+        // type invariant holds.  `ReservedArea` is a transparent wrapper of
         // the C struct.
         (!ptr.is_null()).then(|| unsafe { &*ptr.cast::<ReservedArea>() })
     })

@@ -139,23 +139,11 @@ impl Zone {
     /// # Safety
     ///
     /// `ptr` must point to a zone of a `pg_data_t` (which is never freed).
-    unsafe fn from_raw(ptr: *mut bindings::zone) -> &'static Self {
+    pub(crate) unsafe fn from_raw(ptr: *mut bindings::zone) -> &'static Self {
         // INVARIANT: by the function's safety requirement.
         // SAFETY: `Zone` is a transparent wrapper of the C struct, and the
         // struct lives forever by the function's safety requirement.
         unsafe { &*ptr.cast::<Self>() }
-    }
-
-    /// Returns the zone of page frame `pfn`.
-    ///
-    /// # Safety
-    ///
-    /// `pfn` must have a `struct page` in the memory map (memory that
-    /// memblock knows as RAM, or that is online), and it must stay there.
-    pub(crate) unsafe fn of_pfn(pfn: usize) -> &'static Self {
-        // SAFETY: the frame has a `struct page` (the caller's contract),
-        // whose zone is a zone of a `pg_data_t`.
-        unsafe { Self::from_raw(bindings::rsmm_page_zone(bindings::pfn_to_page(pfn as _))) }
     }
 
     fn as_ptr(&self) -> *mut bindings::zone {

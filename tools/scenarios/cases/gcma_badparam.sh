@@ -3,7 +3,7 @@
 # duration: 30
 # tcg: single
 # append: gcma=0 gcma=12345xyz gcma=1M@0x1001 gcma=64G gcma=4M@0x0 gcma=8M gcma=3M:thp gcma=4M@0x1000:thp gcma=4M:thpx gcma=4M:THP gcma=16M@ gcma=@16M gcma.dma_cma=yes- gcma.dma_cma=0x1 gcma.thp_mode=sometimes
-# append: gcma.dmem_swap=off gcma.dmem_file=0x1 gcma.dmem_file=yes-
+# append: gcma.dmem_swap=off gcma.dmem_file=0x1 gcma.dmem_file=yes- gcma=k gcma=16M@k
 
 # Malformed values are refused when parsed.
 check rejects_zero expect_dmesg 'gcma: invalid gcma=0: size must be a non-zero multiple'
@@ -17,6 +17,11 @@ check rejects_thp_mode expect_dmesg 'gcma: gcma.thp_mode=sometimes: expected nev
 # A base or size left out is named, not read as zero.
 check rejects_missing_base expect_dmesg "gcma: invalid gcma=16M@: '@' needs a base address"
 check rejects_missing_size expect_dmesg 'gcma: invalid gcma=@16M: expected <size>\[@<base>\]\[:thp\]'
+# memparse() takes a bare suffix for 0; an area's numbers need a digit.
+check rejects_bare_suffix expect_dmesg 'gcma: invalid gcma=k: expected <size>\[@<base>\]\[:thp\]'
+check rejects_bare_suffix_base expect_dmesg "gcma: invalid gcma=16M@k: '@' needs a base address"
+# Each refusal is GCMA's own message, without the kernel's generic one.
+check no_generic_complaint expect_no_dmesg 'Malformed early option .gcma'
 # The DMA switch takes whole words only, as the DMEM switches do.
 check rejects_dma_cma_word expect_dmesg 'gcma: gcma.dma_cma=yes-: not a boolean .*; stays off'
 check rejects_dma_cma_hex expect_dmesg 'gcma: gcma.dma_cma=0x1: not a boolean .*; stays off'

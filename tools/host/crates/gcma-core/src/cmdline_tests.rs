@@ -48,11 +48,10 @@ fn memparse_model(s: &[u8]) -> (u64, usize) {
         p += 1;
         parsed += 1;
     }
-    // simple_strtoull() leaves the end at the start when nothing parsed,
-    // the "0x" prefix included; memparse() then looks for a suffix there.
-    if parsed == 0 {
-        p = 0;
-    }
+    // simple_strtoull() leaves the end at the start when nothing parsed
+    // (only in decimal: hex needs a digit after "0x", octal starts with
+    // one); memparse() then looks for a suffix there.
+    assert!(parsed > 0 || p == 0);
     let mut end = p;
     let mut shift = 0;
     for (i, suffix) in [b'k', b'm', b'g', b't', b'p', b'e'].iter().enumerate() {
