@@ -290,7 +290,7 @@ enum gcma_dmem_client {
 DECLARE_STATIC_KEY_FALSE(gcma_thp_on);
 
 /*
- * Implemented in Rust (mm/gcma_rs/gcma.rs).  gcma_rs_init() takes the
+ * Implemented in Rust (mm/gcma_rs/init.rs).  gcma_rs_init() takes the
  * areas over; gcma_init() calls it once, before anything else reaches the
  * areas through the crate (only the boot parameters' functions run
  * earlier).

@@ -274,7 +274,7 @@ EXPORT_SYMBOL_GPL(gcma_area_by_name);
 
 /*
  * Gives the memory of @area, never put in service, to the page allocator:
- * gcma_rs_init() refuses an area that spans zones (kernel::mm::gcma).
+ * gcma_rs_init() (init.rs) refuses an area that spans zones.
  */
 void gcma_area_refuse(struct gcma_area *area)
 {
