@@ -32,6 +32,9 @@ fn c_memparse(text: &[u8]) -> Result<(u64, usize)> {
 fn memparse_matches_c() -> Result {
     const EDGES: &[&[u8]] = &[
         b"",
+        // A bare suffix: C takes it (0, one byte).
+        b"k",
+        b"Mx",
         b"0",
         b"16M",
         b"0x10",
