@@ -26,6 +26,9 @@ export KBUILD_BUILD_USER=rsmm KBUILD_BUILD_HOST=rsmm
 
 RSMM_MAKE_OPTS=(LLVM=-16 RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc BINDGEN=bindgen
 		CLIPPY_DRIVER=/usr/bin/clippy-driver RUSTFMT=/usr/bin/rustfmt)
+# ccache-cc keeps sources that .incbin a file (the compressed kernel in the
+# bzImage among them) out of the cache, which cannot tell when that file
+# changes.
 if command -v ccache >/dev/null 2>&1 && [ "${RSMM_NO_CCACHE:-0}" != 1 ]; then
-	RSMM_MAKE_OPTS+=("CC=ccache clang-16")
+	RSMM_MAKE_OPTS+=("CC=$RSMM_REPO/tools/build/ccache-cc")
 fi

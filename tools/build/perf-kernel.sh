@@ -32,4 +32,5 @@ if ! cmp -s "$frag" "$stamp" || [ ! -f "$out/.config" ]; then
 	cp "$frag" "$stamp"
 fi
 make -s -C "$RSMM_KSRC" O="$out" ARCH=x86_64 "${RSMM_MAKE_OPTS[@]}" -j"$(nproc)" bzImage
+python3 "$RSMM_REPO/tools/build/bzimage-fresh.py" "$out"
 echo "perf-kernel: $out/arch/x86/boot/bzImage"

@@ -162,6 +162,7 @@ build=(build "${common[@]}" --jobs="$(nproc)")
 if [ $build_only = 1 ]; then
 	rm -f "$out/.rsmm-build-ok"
 	"${kunit[@]}" "${build[@]}"
+	python3 "$repo/tools/build/bzimage-fresh.py" "$out"
 	touch "$out/.rsmm-build-ok"
 	exit 0
 fi
@@ -173,6 +174,11 @@ fi
 if [ $no_build = 0 ]; then
 	if ! "${kunit[@]}" "${build[@]}" 2>&1 | tee "$out/kunit-build.log"; then
 		echo "kunit: kernel build failed; see $out/kunit-build.log" >&2
+		echo "kunit: 0 passed, 1 failed"
+		exit 1
+	fi
+	# The bzImage must carry the kernel just built (ccache-cc).
+	if ! python3 "$repo/tools/build/bzimage-fresh.py" "$out"; then
 		echo "kunit: 0 passed, 1 failed"
 		exit 1
 	fi
