@@ -108,22 +108,19 @@ struct gcma_request {
 	bool thp;
 };
 
-/* The boot switches gcma_boot_param() parses, one per early parameter. */
-enum gcma_boot_switch {
-	GCMA_PARAM_DMA_CMA,	/* gcma.dma_cma= (reserve.c) */
-	GCMA_PARAM_DMEM_FILE,	/* gcma.dmem_file= (dmem_switch.c) */
-	GCMA_PARAM_DMEM_SWAP,	/* gcma.dmem_swap= (dmem_switch.c) */
-	GCMA_PARAM_DMEM_VERIFY,	/* gcma.dmem_verify= (dmem_verify.c) */
-	GCMA_PARAM_THP_MODE,	/* gcma.thp_mode= (thp.c) */
-};
-
 /*
- * Boot parameters (Rust, mm/gcma_rs/boot_params.rs), called by the early
- * parameter hooks: each prints why it refuses a value, and keeps the
- * switches' values for the crate.
+ * The handlers of the early parameters (Rust, mm/gcma_rs/boot_params.rs),
+ * which the C files register with early_param(): each prints why it
+ * refuses a value, and keeps the values for gcma_reserve() and the crate.
  */
-int gcma_parse_area(const char *arg, struct gcma_request *req);
-int gcma_boot_param(unsigned int param, const char *arg);
+int gcma_param_area(char *arg);
+int gcma_param_dma_cma(char *arg);
+int gcma_param_dmem_file(char *arg);
+int gcma_param_dmem_swap(char *arg);
+int gcma_param_dmem_verify(char *arg);
+int gcma_param_thp_mode(char *arg);
+/* gcma= request @idx in command-line order, of size 0 past the last. */
+struct gcma_request gcma_boot_request(unsigned int idx);
 bool gcma_boot_dma_cma(void);
 
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
@@ -339,12 +336,11 @@ void __gcma_dmem_swapoff(unsigned int type);
 
 #ifdef CONFIG_GCMA_DMEM_VERIFY
 /*
- * Verify mode (mm/gcma_rs/dmem_verify.c, dmem_verify.rs): every hit is
- * read back from the device into a private folio and compared.
+ * Verify mode (mm/gcma_rs/dmem_verify.rs, kernel::mm::gcma::verify):
+ * every hit is read back from the device into a private folio and
+ * compared.
  */
 DECLARE_STATIC_KEY_FALSE(gcma_dmem_verify_on);
-struct folio *gcma_dmem_verify_read_file(struct folio *folio);
-struct folio *gcma_dmem_verify_read_swap(struct folio *folio);
 #endif
 
 /*

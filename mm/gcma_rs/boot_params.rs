@@ -3,29 +3,31 @@
 //! GCMA's boot parameters: their checks, messages and values.
 //!
 //! An early parameter is registered by a C macro (`early_param()`), so
-//! each of GCMA's has a hook of a few lines in the C file of its feature,
-//! which hands the text here and returns what it gets:
+//! each of GCMA's has one line in the C file of its feature, which names
+//! its handler here:
 //!
-//! | parameter | hook | read by |
-//! |---|---|---|
-//! | `gcma=<size>[@<base>][:thp]` | `reserve.c` | `gcma_reserve()` (C), from its requests |
-//! | `gcma.dma_cma=` | `reserve.c` | `gcma_reserve()` (C), through [`gcma_boot_dma_cma`] |
-//! | `gcma.dmem_file=`, `gcma.dmem_swap=` | `dmem_switch.c` | `dmem_client::init()` |
-//! | `gcma.dmem_verify=` | `dmem_verify.c` | `dmem_verify::init()` |
-//! | `gcma.thp_mode=` | `thp.c` | `thp::init()` |
+//! - `gcma=<size>[@<base>][:thp]`: [`gcma_param_area`] (`reserve.c`);
+//!   `gcma_reserve()` (C) takes the requests with [`gcma_boot_request`].
+//! - `gcma.dma_cma=`: [`gcma_param_dma_cma`] (`reserve.c`); read by
+//!   `gcma_reserve()` with [`gcma_boot_dma_cma`].
+//! - `gcma.dmem_file=`, `gcma.dmem_swap=`: [`gcma_param_dmem_file`],
+//!   [`gcma_param_dmem_swap`] (`dmem_switch.c`); read by
+//!   `dmem_client::init()`.
+//! - `gcma.dmem_verify=`: `gcma_param_dmem_verify` (`dmem_switch.c`);
+//!   read by `dmem_verify::init()`.
+//! - `gcma.thp_mode=`: `gcma_param_thp_mode` (`thp.c`); read by
+//!   `thp::init()`.
 //!
-//! The hooks run during early boot, from the architecture's setup code,
-//! before the crate's state exists (`gcma_rs_init()` comes at
+//! The handlers run during early boot, from the architecture's setup
+//! code, before the crate's state exists (`gcma_rs_init()` comes at
 //! `subsys_initcall` time): the code here only parses ([`crate::cmdline`]),
 //! prints and stores into statics.  A refused value is named in a message
-//! with its reason and changes nothing; the hook returns 0 either way, so
-//! that the kernel does not add its own "Malformed early option" to ours.
+//! with its reason and changes nothing; the handler returns 0 either way,
+//! so that the kernel does not add its own "Malformed early option" to
+//! ours.
 
 use crate::cmdline::{self, AreaLimits};
-use core::{
-    mem::MaybeUninit,
-    sync::atomic::{AtomicBool, Ordering},
-};
+use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use kernel::{
     bindings, c_str,
     ffi::{c_char, c_int, c_uint},
@@ -35,7 +37,7 @@ use kernel::{
 
 /// A boolean switch read once its value is final.
 ///
-/// The hooks store with `Relaxed`: they run during early boot, before
+/// The handlers store with `Relaxed`: they run during early boot, before
 /// other CPUs start, and the values are read later on the same CPU
 /// (`gcma_reserve()`, from the architecture's setup code) or after SMP
 /// bring-up, which orders them (the initcalls).
@@ -142,81 +144,169 @@ fn parse_thp_mode(arg: Option<&CStr>) -> c_int {
     0
 }
 
-/// Parses the value of a `gcma=` parameter into `*req`
-/// (`include/linux/gcma.h`); `reserve.c`'s early parameter hook calls it.
+/// The `gcma=` requests, in command-line order, that `gcma_reserve()` (C)
+/// takes ([`gcma_boot_request`]).
 ///
-/// Returns 0 with `*req` filled in, or `-EINVAL` after a message that
-/// names the value and the reason, with `*req` untouched.
-///
-/// # Safety
-///
-/// `arg` is NULL or points to a NUL-terminated string valid for the
-/// duration of the call.  `req` is taken as a reference: the caller
-/// passes the address of a `struct gcma_request` of its own (never NULL,
-/// aligned, and touched by nobody else during the call), which may be
-/// uninitialised.
-#[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_parse_area(
-    arg: *const c_char,
-    req: &mut MaybeUninit<bindings::gcma_request>,
-) -> c_int {
-    let limits = AreaLimits {
-        page_size: kernel::mm::PAGE_SIZE as u64,
-        pmd_size: (kernel::mm::pages_in_order(kernel::mm::PMD_ORDER) * kernel::mm::PAGE_SIZE)
-            as u64,
-        thp_built: cfg!(CONFIG_GCMA_THP),
-    };
-    // SAFETY: a non-NULL `arg` is a NUL-terminated string valid for the
-    // call (the caller's contract).
-    let arg = (!arg.is_null()).then(|| unsafe { CStr::from_char_ptr(arg) });
-    match cmdline::parse_area(arg.map_or(&[], |a| a.as_bytes()), &limits) {
-        Ok(area) => {
-            let request = bindings::gcma_request {
-                size: area.size,
-                base: area.base.unwrap_or(0),
-                fixed: area.base.is_some(),
-                thp: area.thp,
+/// Written by the handler of `gcma=` alone, during early boot on the boot
+/// CPU, and read later on the same CPU: the fields are atomics so that the
+/// table is a plain static, not because anything races.  A slot below
+/// `len` is complete.
+pub(crate) struct Requests {
+    slots: [RequestSlot; MAX_AREAS],
+    len: AtomicUsize,
+    /// Whether `gcma_reserve()` asked for the requests, for the check of
+    /// an architecture whose setup code never does ([`Requests::unserved`]).
+    taken: AtomicBool,
+}
+
+const MAX_AREAS: usize = bindings::GCMA_MAX_AREAS as usize;
+
+struct RequestSlot {
+    size: AtomicU64,
+    base: AtomicU64,
+    /// `FIXED` and `THP`.
+    flags: AtomicU8,
+}
+
+const FIXED: u8 = 1;
+const THP: u8 = 2;
+
+impl Requests {
+    pub(crate) const fn new() -> Self {
+        Self {
+            slots: [const {
+                RequestSlot {
+                    size: AtomicU64::new(0),
+                    base: AtomicU64::new(0),
+                    flags: AtomicU8::new(0),
+                }
+            }; MAX_AREAS],
+            len: AtomicUsize::new(0),
+            taken: AtomicBool::new(false),
+        }
+    }
+
+    /// Checks the value of a `gcma=` parameter and appends the area it
+    /// asks for; a refusal is a message that names the value and the
+    /// reason, and adds nothing.
+    pub(crate) fn parse(&self, arg: Option<&CStr>) -> c_int {
+        let limits = AreaLimits {
+            page_size: kernel::mm::PAGE_SIZE as u64,
+            pmd_size: (kernel::mm::pages_in_order(kernel::mm::PMD_ORDER) * kernel::mm::PAGE_SIZE)
+                as u64,
+            thp_built: cfg!(CONFIG_GCMA_THP),
+        };
+        let text = arg.unwrap_or(c_str!(""));
+        let area = match cmdline::parse_area(arg.map_or(&[], |a| a.as_bytes()), &limits) {
+            Ok(area) => area,
+            Err(cmdline::AreaError::Empty) => {
+                pr_err!("invalid gcma= parameter: empty value\n");
+                return 0;
+            }
+            Err(e) => {
+                pr_err!("invalid gcma={}: {}\n", text, e);
+                return 0;
+            }
+        };
+        let n = self.len.load(Ordering::Relaxed);
+        let Some(slot) = self.slots.get(n) else {
+            pr_err!("invalid gcma={}: at most {} areas\n", text, MAX_AREAS);
+            return 0;
+        };
+        slot.size.store(area.size, Ordering::Relaxed);
+        slot.base.store(area.base.unwrap_or(0), Ordering::Relaxed);
+        let flags = if area.base.is_some() { FIXED } else { 0 } | if area.thp { THP } else { 0 };
+        slot.flags.store(flags, Ordering::Relaxed);
+        self.len.store(n + 1, Ordering::Release);
+        0
+    }
+
+    /// Request `idx`, or one of size 0 past the last.
+    pub(crate) fn get(&self, idx: usize) -> bindings::gcma_request {
+        let slot = self
+            .slots
+            .get(..self.len.load(Ordering::Acquire))
+            .and_then(|s| s.get(idx));
+        let Some(slot) = slot else {
+            return bindings::gcma_request {
+                size: 0,
+                base: 0,
+                fixed: false,
+                thp: false,
             };
-            req.write(request);
-            0
+        };
+        let flags = slot.flags.load(Ordering::Relaxed);
+        bindings::gcma_request {
+            size: slot.size.load(Ordering::Relaxed),
+            base: slot.base.load(Ordering::Relaxed),
+            fixed: flags & FIXED != 0,
+            thp: flags & THP != 0,
         }
-        Err(cmdline::AreaError::Empty) => {
-            pr_err!("invalid gcma= parameter: empty value\n");
-            EINVAL.to_errno()
-        }
-        Err(e) => {
-            pr_err!("invalid gcma={}: {}\n", arg.unwrap_or(c_str!("")), e);
-            EINVAL.to_errno()
-        }
+    }
+
+    /// Request `idx`, as [`Requests::get`], for `gcma_reserve()`: the
+    /// requests count as taken from then on.
+    pub(crate) fn take(&self, idx: usize) -> bindings::gcma_request {
+        self.taken.store(true, Ordering::Relaxed);
+        self.get(idx)
+    }
+
+    /// How many requests there are, if nobody took them: the areas were
+    /// asked for on an architecture whose setup code does not call
+    /// `gcma_reserve()`.
+    pub(crate) fn unserved(&self) -> Option<usize> {
+        let n = self.len.load(Ordering::Acquire);
+        (n != 0 && !self.taken.load(Ordering::Relaxed)).then_some(n)
     }
 }
 
-/// Parses the value of the boot switch `param` (`enum gcma_boot_switch`,
-/// `include/linux/gcma.h`); the early parameter hooks call it.  A refused
-/// value is reported and leaves the switch as it was.
-///
-/// Returns 0, whether the value was taken or refused (see the module's
-/// documentation).
-///
-/// # Safety
-///
-/// `arg` is NULL (the parameter without `=`) or points to a
-/// NUL-terminated string valid for the duration of the call.
+pub(crate) static REQUESTS: Requests = Requests::new();
+
+/// Returns `gcma=` request `idx` (command-line order), or one of size 0
+/// past the last; `gcma_reserve()` takes them in order.
 #[no_mangle]
-pub(crate) unsafe extern "C" fn gcma_boot_param(param: c_uint, arg: *const c_char) -> c_int {
-    // SAFETY: a non-NULL `arg` is a NUL-terminated string valid for the
-    // call (the caller's contract).
-    let arg = (!arg.is_null()).then(|| unsafe { CStr::from_char_ptr(arg) });
-    match param {
-        bindings::gcma_boot_switch_GCMA_PARAM_DMA_CMA => DMA_CMA.parse(arg),
-        bindings::gcma_boot_switch_GCMA_PARAM_DMEM_FILE => DMEM_FILE.parse(arg),
-        bindings::gcma_boot_switch_GCMA_PARAM_DMEM_SWAP => DMEM_SWAP.parse(arg),
-        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
-        bindings::gcma_boot_switch_GCMA_PARAM_DMEM_VERIFY => DMEM_VERIFY.parse(arg),
-        #[cfg(CONFIG_GCMA_THP)]
-        bindings::gcma_boot_switch_GCMA_PARAM_THP_MODE => parse_thp_mode(arg),
-        _ => EINVAL.to_errno(),
-    }
+pub(crate) extern "C" fn gcma_boot_request(idx: c_uint) -> bindings::gcma_request {
+    REQUESTS.take(idx as usize)
+}
+
+/// Defines the handler of each early parameter: `early_param()` (C)
+/// registers it, and the kernel calls it with NULL (the parameter without
+/// `=`) or the value, a NUL-terminated string valid for the call
+/// (`do_early_param()`).  Each returns what its parser returns: 0 (see
+/// the module's documentation).
+macro_rules! early_params {
+    ($($(#[$attr:meta])* $handler:ident => $parse:expr;)*) => {$(
+        $(#[$attr])*
+        ///
+        /// # Safety
+        ///
+        /// `arg` is NULL or points to a NUL-terminated string valid for
+        /// the duration of the call.
+        #[no_mangle]
+        pub(crate) unsafe extern "C" fn $handler(arg: *mut c_char) -> c_int {
+            // SAFETY: a non-NULL `arg` is a NUL-terminated string valid
+            // for the call (the caller's contract).
+            let arg = (!arg.is_null()).then(|| unsafe { CStr::from_char_ptr(arg) });
+            $parse(arg)
+        }
+    )*};
+}
+
+early_params! {
+    /// `gcma=<size>[@<base>][:thp]`, which may be given several times.
+    gcma_param_area => |arg| REQUESTS.parse(arg);
+    /// `gcma.dma_cma=`.
+    gcma_param_dma_cma => |arg| DMA_CMA.parse(arg);
+    /// `gcma.dmem_file=`.
+    gcma_param_dmem_file => |arg| DMEM_FILE.parse(arg);
+    /// `gcma.dmem_swap=`.
+    gcma_param_dmem_swap => |arg| DMEM_SWAP.parse(arg);
+    /// `gcma.dmem_verify=`.
+    #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+    gcma_param_dmem_verify => |arg| DMEM_VERIFY.parse(arg);
+    /// `gcma.thp_mode=`.
+    #[cfg(CONFIG_GCMA_THP)]
+    gcma_param_thp_mode => parse_thp_mode;
 }
 
 /// Whether `gcma.dma_cma=` asked for the first `gcma=` area to be the

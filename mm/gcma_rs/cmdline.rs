@@ -3,9 +3,9 @@
 //! The values of GCMA's boot parameters, parsed.
 //!
 //! `gcma=<size>[@<base>][:thp]` asks for an area; the switches take the
-//! words of [`parse_bool`].  The early parameter hooks of the C files
-//! hand their text to `boot_params.rs`, which calls in here, prints the
-//! reason of a refusal and keeps the values.
+//! words of [`parse_bool`].  The handlers of the early parameters
+//! (`boot_params.rs`) call in here, print the reason of a refusal and
+//! keep the values.
 //!
 //! This module is pure: no kernel call, no allocation, no `unsafe`.  The
 //! host tier compiles it unchanged (`tools/host/crates/gcma-core`) and

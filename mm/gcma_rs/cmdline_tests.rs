@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! KUnit suite `gcma_cmdline`: the boot parameters' parsers against the
-//! kernel's own `memparse()`, and the entry points the C hooks call.
+//! kernel's own `memparse()`, the table of `gcma=` requests, and the
+//! handlers `early_param()` registers.
 
-use crate::cmdline::memparse;
-use core::mem::MaybeUninit;
+use crate::{boot_params::Requests, cmdline::memparse};
 use kernel::kunit::suite::TestRng as Rng;
 use kernel::{
-    bindings, c_str, kunit_expect, kunit_expect_eq,
+    bindings, c_str,
+    ffi::{c_char, c_int},
+    kunit_expect, kunit_expect_eq,
     prelude::*,
     str::{BStr, CStr},
 };
@@ -81,55 +83,77 @@ fn memparse_matches_c() -> Result {
     Ok(())
 }
 
-/// The hook's entry point fills the request in, or leaves it alone and
-/// returns `-EINVAL`.
-fn parse_area_entry() -> Result {
-    let mut req = MaybeUninit::new(bindings::gcma_request {
-        size: 1,
-        base: 2,
-        fixed: false,
-        thp: true,
-    });
-    let fields = |req: &MaybeUninit<bindings::gcma_request>| {
-        // SAFETY: initialised above, and `gcma_parse_area()` only ever
-        // writes a whole request.
-        let r = unsafe { req.assume_init_ref() };
-        (r.size, r.base, r.fixed, r.thp)
-    };
-    // SAFETY: a NUL-terminated string.
-    let ret = unsafe {
-        crate::boot_params::gcma_parse_area(c_str!("4M@0x40000000").as_char_ptr(), &mut req)
-    };
-    kunit_expect_eq!(ret, 0);
-    kunit_expect_eq!(fields(&req), (4 << 20, 0x4000_0000, true, false));
-    // SAFETY: as above.
-    let ret =
-        unsafe { crate::boot_params::gcma_parse_area(c_str!("4M@0x1001").as_char_ptr(), &mut req) };
-    kunit_expect_eq!(ret, EINVAL.to_errno());
-    kunit_expect_eq!(fields(&req), (4 << 20, 0x4000_0000, true, false));
-    // SAFETY: NULL is allowed.
-    let ret = unsafe { crate::boot_params::gcma_parse_area(core::ptr::null(), &mut req) };
-    kunit_expect_eq!(ret, EINVAL.to_errno());
-    kunit_expect_eq!(fields(&req), (4 << 20, 0x4000_0000, true, false));
+/// A request's fields, to compare.
+fn fields(r: bindings::gcma_request) -> (u64, u64, bool, bool) {
+    (r.size, r.base, r.fixed, r.thp)
+}
+
+/// The table of `gcma=` requests keeps the areas asked for in order, adds
+/// nothing for a refused value or past `GCMA_MAX_AREAS`, and knows
+/// whether `gcma_reserve()` took them.
+fn area_requests() -> Result {
+    const NONE: (u64, u64, bool, bool) = (0, 0, false, false);
+    let max = bindings::GCMA_MAX_AREAS as usize;
+    let reqs = Requests::new();
+    kunit_expect_eq!(reqs.unserved(), None);
+    kunit_expect_eq!(fields(reqs.get(0)), NONE);
+    kunit_expect_eq!(reqs.parse(Some(c_str!("4M@0x40000000"))), 0);
+    // Refused: an unaligned base, no value, a bare suffix.
+    kunit_expect_eq!(reqs.parse(Some(c_str!("4M@0x1001"))), 0);
+    kunit_expect_eq!(reqs.parse(None), 0);
+    kunit_expect_eq!(reqs.parse(Some(c_str!("k"))), 0);
+    kunit_expect_eq!(fields(reqs.get(0)), (4 << 20, 0x4000_0000, true, false));
+    kunit_expect_eq!(fields(reqs.get(1)), NONE);
+    kunit_expect_eq!(reqs.unserved(), Some(1));
+    #[cfg(CONFIG_GCMA_THP)]
+    {
+        kunit_expect_eq!(reqs.parse(Some(c_str!("8M:thp"))), 0);
+        kunit_expect_eq!(fields(reqs.get(1)), (8 << 20, 0, false, true));
+    }
+    let filled = reqs.unserved().unwrap_or(0);
+    for _ in filled..max {
+        kunit_expect_eq!(reqs.parse(Some(c_str!("1M"))), 0);
+    }
+    // One too many: refused, the last slot kept.
+    kunit_expect_eq!(reqs.parse(Some(c_str!("2M"))), 0);
+    kunit_expect_eq!(reqs.unserved(), Some(max));
+    kunit_expect_eq!(fields(reqs.get(max - 1)), (1 << 20, 0, false, false));
+    kunit_expect_eq!(fields(reqs.get(max)), NONE);
+    kunit_expect_eq!(fields(reqs.take(0)), (4 << 20, 0x4000_0000, true, false));
+    kunit_expect_eq!(reqs.unserved(), None);
     Ok(())
 }
 
-/// Sets switch `param` from `arg` (NULL: the parameter without `=`).
-fn set(param: u32, arg: Option<&CStr>) -> i32 {
-    let arg = arg.map_or(core::ptr::null(), CStr::as_char_ptr);
-    // SAFETY: NULL or a NUL-terminated string.
-    unsafe { crate::boot_params::gcma_boot_param(param, arg) }
+/// An early parameter handler.
+type Handler = unsafe extern "C" fn(*mut c_char) -> c_int;
+
+/// Calls `handler` with `arg` (NULL: the parameter without `=`), as the
+/// kernel does at boot.
+fn set(handler: Handler, arg: Option<&CStr>) -> i32 {
+    let arg = arg.map_or(core::ptr::null_mut(), |a| a.as_char_ptr().cast_mut());
+    // SAFETY: NULL or a NUL-terminated string, which the handler only
+    // reads.
+    unsafe { handler(arg) }
 }
 
-/// The switches' hook entry: words taken, others refused with the
-/// switch unchanged, a bare parameter as each switch defines it, and 0
-/// returned for all.  The values are read at boot only, so changing
+/// The switches' handlers: words taken, others refused with the switch
+/// unchanged, a bare parameter as each switch defines it, and 0 returned
+/// for all.  The values are read at boot only, so changing
 /// them here changes nothing else; each is restored.
 fn boot_param_entry() -> Result {
     use crate::boot_params::{dmem_enabled, gcma_boot_dma_cma};
-    const DMA_CMA: u32 = bindings::gcma_boot_switch_GCMA_PARAM_DMA_CMA;
-    const FILE: u32 = bindings::gcma_boot_switch_GCMA_PARAM_DMEM_FILE;
+    const DMA_CMA: Handler = crate::boot_params::gcma_param_dma_cma;
+    const FILE: Handler = crate::boot_params::gcma_param_dmem_file;
     const FILE_CLIENT: u32 = bindings::gcma_dmem_client_GCMA_DMEM_FILE;
+    const SWAP: Handler = crate::boot_params::gcma_param_dmem_swap;
+    const SWAP_CLIENT: u32 = bindings::gcma_dmem_client_GCMA_DMEM_SWAP;
+    // Verify mode's switch, off when it is not built.
+    let verify_enabled = || {
+        #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+        return crate::boot_params::verify_enabled();
+        #[cfg(not(CONFIG_GCMA_DMEM_VERIFY))]
+        return false;
+    };
 
     let dma_was = gcma_boot_dma_cma();
     kunit_expect_eq!(set(DMA_CMA, Some(c_str!("off"))), 0);
@@ -158,10 +182,39 @@ fn boot_param_entry() -> Result {
     kunit_expect_eq!(dmem_enabled(FILE_CLIENT), file_was);
     kunit_expect!(!dmem_enabled(99));
 
+    // Each handler sets its own switch and no other.
+    let word = |on: bool| if on { c_str!("1") } else { c_str!("0") };
+    let all = || {
+        (
+            gcma_boot_dma_cma(),
+            dmem_enabled(FILE_CLIENT),
+            dmem_enabled(SWAP_CLIENT),
+            verify_enabled(),
+        )
+    };
+    let was = all();
+    kunit_expect_eq!(set(SWAP, Some(word(!was.2))), 0);
+    kunit_expect_eq!(all(), (was.0, was.1, !was.2, was.3));
+    set(SWAP, Some(word(was.2)));
+    kunit_expect_eq!(set(FILE, Some(word(!was.1))), 0);
+    kunit_expect_eq!(all(), (was.0, !was.1, was.2, was.3));
+    set(FILE, Some(word(was.1)));
+    kunit_expect_eq!(set(DMA_CMA, Some(word(!was.0))), 0);
+    kunit_expect_eq!(all(), (!was.0, was.1, was.2, was.3));
+    set(DMA_CMA, Some(word(was.0)));
+    #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
+    {
+        const VERIFY: Handler = crate::boot_params::gcma_param_dmem_verify;
+        kunit_expect_eq!(set(VERIFY, Some(word(!was.3))), 0);
+        kunit_expect_eq!(all(), (was.0, was.1, was.2, !was.3));
+        set(VERIFY, Some(word(was.3)));
+    }
+    kunit_expect_eq!(all(), was);
+
     #[cfg(CONFIG_GCMA_THP)]
     {
         use crate::{boot_params::thp_mode, thp::Mode};
-        const THP: u32 = bindings::gcma_boot_switch_GCMA_PARAM_THP_MODE;
+        const THP: Handler = crate::boot_params::gcma_param_thp_mode;
         let was = thp_mode();
         kunit_expect_eq!(set(THP, Some(c_str!("always"))), 0);
         kunit_expect_eq!(thp_mode(), Mode::Always);
@@ -179,12 +232,10 @@ fn boot_param_entry() -> Result {
         set(THP, Some(name));
         kunit_expect_eq!(thp_mode(), was);
     }
-    // An unknown switch.
-    kunit_expect_eq!(set(99, Some(c_str!("1"))), EINVAL.to_errno());
     Ok(())
 }
 
 kernel::kunit_suite! {
     name: "gcma_cmdline",
-    cases: [memparse_matches_c, parse_area_entry, boot_param_entry],
+    cases: [memparse_matches_c, area_requests, boot_param_entry],
 }

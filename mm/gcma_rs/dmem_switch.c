@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * GCMA DMEM: the hook keys and boot switches of the two DMEM clients.
+ * GCMA DMEM: the hook keys and boot switches of the two DMEM clients, and
+ * of verify mode (CONFIG_GCMA_DMEM_VERIFY).
  *
  * The store, the hooks of the swap and page-cache paths and the sysfs
  * files (/sys/kernel/mm/gcma/dmem/<client>/) are Rust (mm/gcma_rs/dmem*.rs,
@@ -8,11 +9,11 @@
  * its state (dmem_client.rs, on kernel::jump_label).  This file is C for
  * what 6.12 gives Rust no way to do: it defines the static keys that the
  * inline hooks of <linux/gcma.h> test (static keys are C objects), and
- * registers "gcma.dmem_file=" and "gcma.dmem_swap=" (booleans, default on)
- * as early parameters, a C macro; boot_params.rs parses their values.
+ * registers "gcma.dmem_file=", "gcma.dmem_swap=" and "gcma.dmem_verify="
+ * (booleans, default on) as early parameters, a C macro, whose handlers
+ * are Rust (boot_params.rs).  Verify mode's device reads and comparison are
+ * Rust too (kernel::mm::gcma::verify, dmem_verify.rs).
  */
-
-#define pr_fmt(fmt) "gcma: " fmt
 
 #include <linux/gcma.h>
 #include <linux/init.h>
@@ -22,14 +23,12 @@ DEFINE_STATIC_KEY_FALSE(gcma_dmem_file_on);
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_swap_on);
 DEFINE_STATIC_KEY_FALSE(gcma_dmem_fences_on);
 
-static int __init gcma_dmem_parse_file(char *arg)
-{
-	return gcma_boot_param(GCMA_PARAM_DMEM_FILE, arg);
-}
-early_param("gcma.dmem_file", gcma_dmem_parse_file);
+/* The handlers, in boot_params.rs, check the values and keep them. */
+early_param("gcma.dmem_file", gcma_param_dmem_file);
+early_param("gcma.dmem_swap", gcma_param_dmem_swap);
 
-static int __init gcma_dmem_parse_swap(char *arg)
-{
-	return gcma_boot_param(GCMA_PARAM_DMEM_SWAP, arg);
-}
-early_param("gcma.dmem_swap", gcma_dmem_parse_swap);
+#ifdef CONFIG_GCMA_DMEM_VERIFY
+/* On: every DMEM hit is checked against its device (dmem_verify.rs). */
+DEFINE_STATIC_KEY_FALSE(gcma_dmem_verify_on);
+early_param("gcma.dmem_verify", gcma_param_dmem_verify);
+#endif

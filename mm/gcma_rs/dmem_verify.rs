@@ -4,8 +4,8 @@
 //! against the device it stands for.
 //!
 //! After DMEM fills a folio, the hook reads the same page back from the
-//! device (`kernel::mm::gcma::verify`, whose reads `dmem_verify.c` makes)
-//! and compares.  A mismatch is a stale copy, a DMEM bug: it is counted,
+//! device (`kernel::mm::gcma::verify`, which makes the reads) and
+//! compares.  A mismatch is a stale copy, a DMEM bug: it is counted,
 //! logged with the key, the range of bytes that differ and both CRC32s,
 //! reported as a kernel warning (the first ten of each client, then every
 //! thousandth), and the reader gets the device's bytes.  A hit that cannot

@@ -30,9 +30,9 @@
 //!   points (which the CMA interface also reaches for areas registered with
 //!   CMA) and the page allocator's free path.
 //! - [`init`]: `gcma_rs_init()`, which takes the areas over at boot.
-//! - [`boot_params`]: the values of the early parameters, which the C
-//!   hooks hand over, checked by the pure parsers of [`cmdline`] (also
-//!   built on the host).
+//! - [`boot_params`]: the handlers of the early parameters, which C
+//!   registers, checking the values with the pure parsers of [`cmdline`]
+//!   (also built on the host) and keeping them.
 //! - [`retire`]: pages found bad (hardware-poisoned, in a bad state, or a
 //!   copy out of them failed) taken out of use for good, and runs given
 //!   up because they hold such pages.

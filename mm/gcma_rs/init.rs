@@ -131,6 +131,9 @@ pub(crate) unsafe extern "C" fn gcma_rs_init() -> c_int {
     // SAFETY: this function runs in process context, with no atomic
     // section active (its own contract).
     let ctx = unsafe { delay::MaySleep::new() };
+    if let Some(n) = crate::boot_params::REQUESTS.unserved() {
+        pr_err!("gcma= ignored ({n} area(s)): this architecture does not reserve GCMA areas\n");
+    }
     // The areas in service, for DMEM; a failed push only costs DMEM the
     // area.
     let mut ready: KVec<&'static Area> = KVec::new();

@@ -4,8 +4,9 @@
  *
  * "gcma=<size>[@<base>][:thp]" may be given several times; each occurrence
  * asks for one area (":thp": one that serves transparent huge pages only,
- * see thp.c).  Values are checked when parsed, by gcma_parse_area() (Rust,
- * boot_params.rs), memory is taken from memblock in gcma_reserve() (called
+ * see thp.c).  Values are checked and kept when parsed, by
+ * gcma_param_area() (Rust, boot_params.rs, which early_param() registers),
+ * memory is taken from memblock in gcma_reserve() (called
  * by the architecture's setup code right after the DMA CMA area is
  * reserved), and a request that cannot be met is dropped with a message:
  * the kernel always boots, with the areas it could reserve.  The allocator
@@ -20,9 +21,10 @@
  *
  * This is C because the architecture's setup code calls it to fill the
  * table of areas, which the crate reads at subsys_initcall time and of.c
- * fills too, and because early parameters are registered by a C macro
- * (the hooks hand their values to Rust).  gcma_area_by_name() is exported
- * to modules, which 6.12 cannot do for a Rust function.
+ * fills too, through memblock and CMA functions that are __init, and
+ * because early parameters are registered by a C macro.
+ * gcma_area_by_name() is exported to modules, which 6.12 cannot do for a
+ * Rust function.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -43,33 +45,12 @@
 #endif
 #include "reserve.h"
 
-static struct gcma_request gcma_requests[GCMA_MAX_AREAS] __initdata;
-static unsigned int gcma_nr_requests __initdata;
-
 static struct gcma_area gcma_areas[GCMA_MAX_AREAS];
 static unsigned int gcma_nr_areas;
 
-/* gcma_parse_area() checks the value and says why it refuses one. */
-static int __init gcma_parse(char *arg)
-{
-	struct gcma_request req;
-
-	if (gcma_parse_area(arg, &req))
-		return 0;
-	if (gcma_nr_requests == GCMA_MAX_AREAS) {
-		pr_err("invalid gcma=%s: at most %d areas\n", arg, GCMA_MAX_AREAS);
-		return 0;
-	}
-	gcma_requests[gcma_nr_requests++] = req;
-	return 0;
-}
-early_param("gcma", gcma_parse);
-
-static int __init gcma_parse_dma_cma(char *arg)
-{
-	return gcma_boot_param(GCMA_PARAM_DMA_CMA, arg);
-}
-early_param("gcma.dma_cma", gcma_parse_dma_cma);
+/* The handlers, in boot_params.rs, check the values and keep them. */
+early_param("gcma", gcma_param_area);
+early_param("gcma.dma_cma", gcma_param_dma_cma);
 
 /*
  * Registers @area as a CMA area of the same name, served by GCMA.  An area
@@ -120,8 +101,6 @@ static void __init gcma_set_dma_default(struct gcma_area *first)
 	pr_err("gcma.dma_cma: no area registered with CMA; default DMA area unchanged\n");
 }
 
-static bool gcma_reserve_called __initdata;
-
 /**
  * gcma_add_area() - put reserved memory in the table of areas
  * @name: the area's name, unique, shorter than GCMA_AREA_NAME_LEN
@@ -171,51 +150,52 @@ void __init gcma_reserve(void)
 	struct gcma_area *first = NULL;
 	unsigned int i, nr_cmdline = 0;
 
-	gcma_reserve_called = true;
 	gcma_of_check();
-	for (i = 0; i < gcma_nr_requests; i++) {
-		struct gcma_request *req = &gcma_requests[i];
+	for (i = 0; i < GCMA_MAX_AREAS; i++) {
+		struct gcma_request req = gcma_boot_request(i);
 		char name[GCMA_AREA_NAME_LEN];
 		struct gcma_area *area;
 		phys_addr_t base;
 
-		if (req->size > memblock_phys_mem_size()) {
+		if (!req.size)
+			break;
+		if (req.size > memblock_phys_mem_size()) {
 			pr_err("area of %pa bytes is larger than memory; not reserved\n",
-			       &req->size);
+			       &req.size);
 			continue;
 		}
-		if (req->fixed) {
-			if (memblock_is_region_reserved(req->base, req->size)) {
+		if (req.fixed) {
+			if (memblock_is_region_reserved(req.base, req.size)) {
 				pr_err("[%pa+%pa] overlaps reserved memory or another area; not reserved\n",
-				       &req->base, &req->size);
+				       &req.base, &req.size);
 				continue;
 			}
-			if (!memblock_is_region_memory(req->base, req->size)) {
+			if (!memblock_is_region_memory(req.base, req.size)) {
 				pr_err("[%pa+%pa] is not all RAM; not reserved\n",
-				       &req->base, &req->size);
+				       &req.base, &req.size);
 				continue;
 			}
-			if (memblock_reserve(req->base, req->size)) {
+			if (memblock_reserve(req.base, req.size)) {
 				pr_err("cannot reserve [%pa+%pa]; not reserved\n",
-				       &req->base, &req->size);
+				       &req.base, &req.size);
 				continue;
 			}
-			base = req->base;
+			base = req.base;
 		} else {
-			base = memblock_phys_alloc(req->size, gcma_align(req->size));
+			base = memblock_phys_alloc(req.size, gcma_align(req.size));
 			if (!base) {
 				pr_err("no free range of %pa bytes; not reserved\n",
-				       &req->size);
+				       &req.size);
 				continue;
 			}
 		}
 		snprintf(name, sizeof(name), "gcma%u", nr_cmdline);
-		area = gcma_add_area(name, base, req->size, req->thp);
+		area = gcma_add_area(name, base, req.size, req.thp);
 		if (IS_ERR(area)) {
 			pr_err("%s: %s; not reserved\n", name,
 			       PTR_ERR(area) == -EEXIST ? "a device-tree area has this name" :
 			       "too many areas");
-			memblock_phys_free(base, req->size);
+			memblock_phys_free(base, req.size);
 			continue;
 		}
 		if (!nr_cmdline++)
@@ -287,9 +267,6 @@ void gcma_area_refuse(struct gcma_area *area)
 
 static int __init gcma_init(void)
 {
-	/* An architecture whose setup code does not call gcma_reserve(). */
-	if (gcma_nr_requests && !gcma_reserve_called)
-		pr_err("gcma= ignored: this architecture does not reserve GCMA areas\n");
 	gcma_rs_init();
 	return 0;
 }

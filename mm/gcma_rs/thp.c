@@ -21,7 +21,7 @@
  * This is C for what 6.12 gives Rust no way to do: the definition of the
  * static key that include/linux/gcma_thp.h tests (static keys are C
  * objects), and the registration of "gcma.thp_mode=" as an early
- * parameter, a C macro; boot_params.rs parses its value.  The KUnit
+ * parameter, a C macro, whose handler is Rust (boot_params.rs).  The KUnit
  * suite's C helpers are in thp_test.c.
  */
 
@@ -32,8 +32,4 @@
 /* On while the mode is not "never" and a THP area is in service. */
 DEFINE_STATIC_KEY_FALSE(gcma_thp_on);
 
-static int __init gcma_thp_parse_mode(char *arg)
-{
-	return gcma_boot_param(GCMA_PARAM_THP_MODE, arg);
-}
-early_param("gcma.thp_mode", gcma_thp_parse_mode);
+early_param("gcma.thp_mode", gcma_param_thp_mode);

@@ -642,6 +642,48 @@ void rust_helper_memalloc_noreclaim_restore(unsigned int flags)
 	memalloc_noreclaim_restore(flags);
 }
 
+unsigned int rust_helper_memalloc_nofs_save(void)
+{
+	return memalloc_nofs_save();
+}
+
+void rust_helper_memalloc_nofs_restore(unsigned int flags)
+{
+	memalloc_nofs_restore(flags);
+}
+
+unsigned int rust_helper_memalloc_noio_save(void)
+{
+	return memalloc_noio_save();
+}
+
+void rust_helper_memalloc_noio_restore(unsigned int flags)
+{
+	memalloc_noio_restore(flags);
+}
+
+/* Private folios that verify mode reads into (kernel::mm::gcma::verify). */
+
+struct folio *rust_helper_folio_alloc(gfp_t gfp, unsigned int order)
+{
+	return folio_alloc(gfp, order);
+}
+
+void rust_helper___folio_set_locked(struct folio *folio)
+{
+	__folio_set_locked(folio);
+}
+
+void rust_helper_folio_lock(struct folio *folio)
+{
+	folio_lock(folio);
+}
+
+void rust_helper_folio_wait_locked(struct folio *folio)
+{
+	folio_wait_locked(folio);
+}
+
 void rust_helper_rsmm_mpol_cond_put(struct mempolicy *pol)
 {
 	mpol_cond_put(pol);

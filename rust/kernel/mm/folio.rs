@@ -11,12 +11,24 @@
 //! hook to fill and unlock; [`AddressSpace`], [`Inode`] and
 //! [`SuperBlock`] are read-only views of what its mapping points to.
 //!
+//! A [`PrivateFolio`] is the other kind: a folio of no cache, owned by
+//! whoever allocated it, that a device read may fill.  [`NoIoScope`] and
+//! [`NoFsScope`] keep the allocations of a section from recursing into
+//! I/O or file systems through reclaim (`memalloc_noio_save()`,
+//! `memalloc_nofs_save()`).
+//!
 //! C headers: [`include/linux/pagemap.h`](srctree/include/linux/pagemap.h),
 //! [`include/linux/page-flags.h`](srctree/include/linux/page-flags.h),
 //! [`include/linux/fs.h`](srctree/include/linux/fs.h)
 
-use crate::{bindings, ffi::c_ulong, mm::page_access::ExclusivePage, types::Opaque};
-use core::ptr::NonNull;
+use crate::{
+    alloc::Flags,
+    bindings,
+    ffi::{c_uint, c_ulong},
+    mm::page_access::{ExclusivePage, SharedPage},
+    types::Opaque,
+};
+use core::{marker::PhantomData, ptr::NonNull};
 
 /// A folio that the thread holding this reference has locked.
 ///
@@ -234,6 +246,11 @@ impl AddressSpace {
         unsafe { &*mapping.cast::<Self>() }
     }
 
+    /// Returns the raw address space.
+    pub fn as_ptr(&self) -> *mut bindings::address_space {
+        self.0.get()
+    }
+
     /// Returns the inode whose pages the address space caches, if any (a
     /// swap cache has none).
     pub fn host(&self) -> Option<&Inode> {
@@ -288,6 +305,31 @@ impl Inode {
         flags & bindings::S_SWAPFILE != 0
     }
 
+    /// Whether the file's data is encrypted (`IS_ENCRYPTED()`): its page
+    /// cache holds the plain text, its blocks do not.
+    pub fn is_encrypted(&self) -> bool {
+        // SAFETY: as in `is_swapfile`.
+        let flags = unsafe { core::ptr::addr_of!((*self.0.get()).i_flags).read_volatile() };
+        flags & bindings::S_ENCRYPTED != 0
+    }
+
+    /// Whether the file is protected by fs-verity (`IS_VERITY()`): its
+    /// reads check the data against a Merkle tree.
+    pub fn is_verity(&self) -> bool {
+        // SAFETY: as in `is_swapfile`.
+        let flags = unsafe { core::ptr::addr_of!((*self.0.get()).i_flags).read_volatile() };
+        flags & bindings::S_VERITY != 0
+    }
+
+    /// Whether a direct I/O is in flight on the file (`i_dio_count`): a
+    /// snapshot, which a direct I/O that starts afterwards changes.
+    pub fn direct_io_in_flight(&self) -> bool {
+        // SAFETY: the inode is valid (type invariant); `i_dio_count` is an
+        // `atomic_t`, read as `atomic_read()` does, one volatile word.
+        let n = unsafe { core::ptr::addr_of!((*self.0.get()).i_dio_count.counter).read_volatile() };
+        n != 0
+    }
+
     /// Returns the file's size in bytes (`i_size_read()`).
     pub fn size(&self) -> i64 {
         // SAFETY: the inode is valid (type invariant); the helper reads
@@ -335,5 +377,128 @@ impl SuperBlock {
     pub fn iflags(&self) -> c_ulong {
         // SAFETY: the superblock is valid (type invariant).
         unsafe { (*self.0.get()).s_iflags }
+    }
+}
+
+/// An order-0 folio of no cache, owned by this value.
+///
+/// It is in no page cache, swap cache or LRU list and mapped by no page
+/// table, so nobody but its owner reaches it: a device read may fill it
+/// (its owner passing [`PrivateFolio::as_mut_ptr`] to the C code that reads),
+/// and [`PrivateFolio::page`] reads what it holds.  Dropping the value
+/// frees the folio (`folio_put()`, which never sleeps).
+///
+/// # Invariants
+///
+/// `self.0` points to a valid order-0 folio, in no cache and mapped
+/// nowhere, whose only reference is this value's (a device read may
+/// attach private data, with its own reference, which its owner releases
+/// before it lets the folio go); nothing reads or writes its memory except
+/// through this value, and a write started through
+/// [`PrivateFolio::as_mut_ptr`] has ended before the next
+/// [`PrivateFolio::page`].
+pub struct PrivateFolio(NonNull<bindings::folio>);
+
+// SAFETY: the folio is reached only through this value (type invariant),
+// and `folio_put()` may be called from any thread.
+unsafe impl Send for PrivateFolio {}
+
+impl PrivateFolio {
+    /// Allocates a folio of one page (`folio_alloc(flags, 0)`); `None`
+    /// if there is no memory.
+    pub fn alloc(flags: Flags) -> Option<Self> {
+        // SAFETY: `folio_alloc()` may be called with any flags; the caller
+        // chooses whether they let it sleep, as for every allocation.
+        let folio = unsafe { bindings::folio_alloc(flags.as_raw(), 0) };
+        // INVARIANT: a new order-0 folio, in no cache, whose one reference
+        // is the allocator's return value.
+        NonNull::new(folio).map(Self)
+    }
+
+    /// Returns the raw folio, for a C function that fills it.  The folio
+    /// stays this value's: the callee must not keep a reference past the
+    /// value's life or put the folio in a cache, and the caller waits for
+    /// a write it starts through the pointer to end before it borrows
+    /// [`PrivateFolio::page`] (the exclusive borrow only keeps a page
+    /// borrowed before out of the way).  Dereferencing the pointer is
+    /// `unsafe` in any case.
+    pub fn as_mut_ptr(&mut self) -> *mut bindings::folio {
+        self.0.as_ptr()
+    }
+
+    /// The folio's page, for reading.
+    pub fn page(&self) -> SharedPage<'_> {
+        // SAFETY: a folio starts with its first page, which is valid and,
+        // as every page of the page allocator, lowmem or mappable with
+        // `kmap_local_page()`; nobody writes it while `self` is borrowed
+        // (type invariant).
+        unsafe { SharedPage::from_raw(self.0.cast()) }
+    }
+}
+
+impl Drop for PrivateFolio {
+    fn drop(&mut self) {
+        // SAFETY: the folio's one reference is ours (type invariant), and
+        // this is its last use.
+        unsafe { bindings::rsmm_folio_put(self.0.as_ptr()) };
+    }
+}
+
+/// A section of the current task in which allocations do not start I/O
+/// to reclaim memory (`memalloc_noio_save()`): every allocation behaves
+/// as `GFP_NOIO`.  Ends when dropped, on the task that made it, which it
+/// cannot leave (it is not `Send`).
+///
+/// Sections nest, and must end in the reverse order of their start, as
+/// locals going out of scope do: each restores the flags it found.  One
+/// dropped early, before a section started after it, would end that one
+/// too (a wider allocation context, never memory unsafety).
+pub struct NoIoScope {
+    saved: c_uint,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl NoIoScope {
+    /// Enters the section.
+    pub fn enter() -> Self {
+        Self {
+            // SAFETY: `memalloc_noio_save()` only changes the current
+            // task's flags; the drop below restores them on that task.
+            saved: unsafe { bindings::memalloc_noio_save() },
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for NoIoScope {
+    fn drop(&mut self) {
+        // SAFETY: restores what `enter` saved, on the same task (the value
+        // is not `Send`).
+        unsafe { bindings::memalloc_noio_restore(self.saved) };
+    }
+}
+
+/// As [`NoIoScope`] for file systems (`memalloc_nofs_save()`): every
+/// allocation of the section behaves as `GFP_NOFS`.
+pub struct NoFsScope {
+    saved: c_uint,
+    _not_send: PhantomData<*mut ()>,
+}
+
+impl NoFsScope {
+    /// Enters the section.
+    pub fn enter() -> Self {
+        Self {
+            // SAFETY: as in `NoIoScope::enter`.
+            saved: unsafe { bindings::memalloc_nofs_save() },
+            _not_send: PhantomData,
+        }
+    }
+}
+
+impl Drop for NoFsScope {
+    fn drop(&mut self) {
+        // SAFETY: as in `NoIoScope`'s drop.
+        unsafe { bindings::memalloc_nofs_restore(self.saved) };
     }
 }

@@ -7,10 +7,12 @@
 //! are C objects that macros make: the table of areas that the boot
 //! reservation fills (`reserve.c`, `of.c`), the tracepoints, rate-limited
 //! messages and allocation tags (`area.c`), the static keys of DMEM's
-//! hooks and of guaranteed THP (`dmem_switch.c`, `thp.c`), and the device
-//! reads of DMEM's verify mode (`dmem_verify.c`).  This module wraps them,
-//! so that the crate reaches them through safe calls whose contracts are
-//! checked here once.
+//! hooks and of guaranteed THP (`dmem_switch.c`, `thp.c`).  This module
+//! wraps them, so that the crate reaches them through safe calls whose
+//! contracts are checked here once; and it makes the device reads of
+//! DMEM's verify mode ([`verify`]), whose steps on a folio outside the
+//! page cache (a file system's `->read_folio()`, a `bio` of the swap
+//! device) the crate should not see.
 //!
 //! C header: [`include/linux/gcma.h`](srctree/include/linux/gcma.h)
 
@@ -266,12 +268,24 @@ impl Drop for LendTag {
 }
 
 /// DMEM's verify mode (`CONFIG_GCMA_DMEM_VERIFY`): the device reads that
-/// check a hit, which `dmem_verify.c` makes.
+/// check a hit.
+///
+/// They run in the read paths that call DMEM's hooks: process context,
+/// with the reader's folio locked.  Each reads into a [`PrivateFolio`]
+/// allocated with `GFP_NOIO` (its caller holds a folio locked that
+/// reclaim's I/O could wait for) and sleeps for the read.
 #[cfg(CONFIG_GCMA_DMEM_VERIFY)]
 pub mod verify {
-    use super::*;
-    use crate::mm::{folio::UnreadFolio, page_access::SharedPage};
-    use core::ptr::NonNull;
+    use crate::{
+        alloc::flags::{__GFP_NOWARN, GFP_KERNEL},
+        bindings,
+        mm::{
+            folio::{NoFsScope, NoIoScope, PrivateFolio, UnreadFolio},
+            page_access::SharedPage,
+            PAGE_SHIFT, PAGE_SIZE,
+        },
+    };
+    use core::mem::MaybeUninit;
 
     /// Whether verify mode is on.
     pub fn is_on() -> bool {
@@ -289,66 +303,189 @@ pub mod verify {
     ///
     /// # Invariants
     ///
-    /// `folio` was returned by `gcma_dmem_verify_read_file()` or
-    /// `gcma_dmem_verify_read_swap()`: an order-0 folio outside every
-    /// cache, with no mapping and no buffers, uptodate, whose one
-    /// reference is this value's; nobody else reads or writes it.
-    /// Dropping the value frees it (`folio_put()`, which never sleeps).
-    pub struct DeviceCopy {
-        folio: NonNull<bindings::folio>,
-    }
+    /// The folio is uptodate: a read of the file or the swap slot the hit
+    /// stands for completed into it, and it has no mapping and no private
+    /// data left.
+    pub struct DeviceCopy(PrivateFolio);
 
     impl DeviceCopy {
         /// The device's bytes.
         pub fn page(&self) -> SharedPage<'_> {
-            // SAFETY: a folio starts with its first page, which is valid,
-            // mappable and written by nobody while `self` lives (type
-            // invariant).
-            unsafe { SharedPage::from_raw(self.folio.cast()) }
+            self.0.page()
         }
     }
 
-    impl Drop for DeviceCopy {
-        fn drop(&mut self) {
-            // SAFETY: the folio's one reference is ours (type invariant),
-            // and this is its last use.
-            unsafe { bindings::rsmm_folio_put(self.folio.as_ptr()) };
-        }
+    /// A private folio in `GFP_NOIO` (see the module's documentation).
+    fn alloc_noio() -> Option<PrivateFolio> {
+        let _noio = NoIoScope::enter();
+        PrivateFolio::alloc(GFP_KERNEL | __GFP_NOWARN)
     }
 
     /// Reads a page-cache hit back from its file: the folio DMEM just
     /// filled is read again, at the same index, by the file system into a
     /// private folio, as the miss would have read it.  `None` if the hit
-    /// cannot be checked (a folio outside the page cache of its mapping,
-    /// an encrypted or verity file, a direct write in flight, a read that
-    /// failed, the size changed meanwhile, no memory).  Sleeps for the read.
+    /// cannot be checked (a folio outside the page cache of its mapping, a
+    /// file system that did not opt in to DMEM, an encrypted or verity
+    /// file, a direct I/O in flight, an index at or past the end of the
+    /// file, a read that failed, the size changed meanwhile, no memory).
+    /// Sleeps for the read.
+    ///
+    /// Only the file systems that set `SB_I_GCMA_DMEM` (ext2, ext4) are
+    /// read: their `->read_folio()` takes no file (NULL) and a folio that
+    /// is not in the page cache, which others need not.
     pub fn read_file(folio: &mut UnreadFolio<'_>) -> Option<DeviceCopy> {
         let f = folio.folio();
-        if f.is_swapcache() || !f.mapping().is_some_and(|m| m.caches(f)) {
+        if f.is_swapcache() {
             return None;
         }
-        // SAFETY: the folio is locked and not uptodate (an `UnreadFolio`),
-        // in the page cache of its mapping and not the swap cache (checked
-        // above), so `folio->mapping` is that mapping.
-        let dev = unsafe { bindings::gcma_dmem_verify_read_file(f.as_ptr()) };
-        // INVARIANT: what the read returned.
-        NonNull::new(dev).map(|folio| DeviceCopy { folio })
+        let mapping = f.mapping().filter(|m| m.caches(f))?;
+        let inode = mapping.host()?;
+        if inode.super_block().iflags() & bindings::SB_I_GCMA_DMEM as crate::ffi::c_ulong == 0 {
+            return None;
+        }
+        let size = inode.size();
+        // While a direct-I/O write is in flight the disk may hold bytes
+        // the file does not have yet (and, on ext2, a block allocated for
+        // a hole holds whatever it held before until the write lands): a
+        // read may see either, so there is nothing to compare with.  A
+        // direct write that starts after this check first invalidates the
+        // page cache, which waits for `folio`'s lock, held until the
+        // comparison is done.
+        if inode.is_encrypted()
+            || inode.is_verity()
+            || inode.direct_io_in_flight()
+            || (f.index() as i64) << PAGE_SHIFT >= size
+        {
+            return None;
+        }
+        // SAFETY: the mapping is valid while `folio` is locked in its page
+        // cache (`AddressSpace`'s invariant), and so are its operations,
+        // which belong to the file system that holds the inode.
+        let read = unsafe { (*(*mapping.as_ptr()).a_ops).read_folio }?;
+        let index = f.index();
+        let _nofs = NoFsScope::enter();
+        let mut dev = alloc_noio()?;
+        let d = dev.as_mut_ptr();
+        // SAFETY: `d` is our folio, in no cache (a `PrivateFolio`); its
+        // fields are written through raw places, as a walker of the memory
+        // map may read its flags and count meanwhile.  It gets the mapping
+        // and the index of `folio` without entering the page cache: the
+        // file system reads it as the miss would have, and DMEM's read hook
+        // leaves it to the device (it is not the folio the page cache holds
+        // at that index).  The mapping stays valid while `folio` is locked,
+        // which lasts past the point where `d` leaves it below.  The file
+        // system takes a NULL file and such a folio (`SB_I_GCMA_DMEM`,
+        // checked above); `->read_folio()` takes it locked and unlocks it
+        // when the read ends, with or without an error.
+        let err = unsafe {
+            bindings::__folio_set_locked(d);
+            let page = &raw mut (*d).__bindgen_anon_1.__bindgen_anon_1;
+            (&raw mut (*page).mapping).write(mapping.as_ptr());
+            (&raw mut (*page).index).write(index as _);
+            let err = read(core::ptr::null_mut(), d);
+            if err == 0 {
+                bindings::folio_wait_locked(d);
+            }
+            err
+        };
+        // SAFETY: `d` is valid and ours; its read has ended (it is
+        // unlocked).
+        let uptodate = unsafe { bindings::rsmm_folio_test_uptodate(d) };
+        // A truncation or an extension meanwhile changes what the read
+        // gives.
+        let mut ok = err == 0 && uptodate && inode.size() == size;
+        // SAFETY: `d` is ours and unlocked.  It leaves the mapping before
+        // it is returned, since its owner may keep it past the reader's
+        // lock on `folio`, which is what keeps the mapping; what the read
+        // attached to it (buffer heads) goes first, through the file
+        // system's own release, which needs the folio locked and still in
+        // the mapping.
+        let released = unsafe {
+            let released = !bindings::rsmm_folio_has_buffers(d) || {
+                bindings::folio_lock(d);
+                let done = bindings::filemap_release_folio(d, 0);
+                bindings::folio_unlock(d);
+                done
+            };
+            let page = &raw mut (*d).__bindgen_anon_1.__bindgen_anon_1;
+            (&raw mut (*page).mapping).write(core::ptr::null_mut());
+            released
+        };
+        if !released {
+            // The buffers keep their reference to the folio, which then
+            // outlives `dev` (a leak, not a use after free); a clean folio
+            // just read is not expected to refuse.
+            crate::pr_warn!(
+                "gcma: dmem verify: buffers of a read-back folio (ino {}, index {}) not released\n",
+                inode.ino(),
+                index
+            );
+            ok = false;
+        }
+        if !ok {
+            return None;
+        }
+        // INVARIANT: the read completed into the folio and it was
+        // uptodate; it has no mapping and nothing attached any more.
+        Some(DeviceCopy(dev))
     }
 
     /// Reads a swap hit back from its slot on the swap device.  `None` if
     /// it cannot be checked (a folio outside the swap cache, a swap file
-    /// not on a block device, a read that failed, no memory).  Sleeps for
-    /// the read.
+    /// whose I/O goes through a file system, a read that failed, no
+    /// memory).  Sleeps for the read.
     pub fn read_swap(folio: &mut UnreadFolio<'_>) -> Option<DeviceCopy> {
         let f = folio.folio();
         if !f.is_swapcache() {
             return None;
         }
-        // SAFETY: the folio is locked and not uptodate (an `UnreadFolio`),
-        // in the swap cache (checked above), so `folio->swap` names its
-        // slot.
-        let dev = unsafe { bindings::gcma_dmem_verify_read_swap(f.as_ptr()) };
-        // INVARIANT: what the read returned.
-        NonNull::new(dev).map(|folio| DeviceCopy { folio })
+        // SAFETY: the folio is locked in the swap cache, so `folio->swap`
+        // names its slot, whose device stays on while the slot is in use
+        // (the swap cache holds it).
+        let sis = unsafe {
+            let page = &raw const (*f.as_ptr()).__bindgen_anon_1.__bindgen_anon_1;
+            bindings::swp_swap_info((&raw const (*page).__bindgen_anon_2.swap).read())
+        };
+        if sis.is_null() {
+            return None;
+        }
+        // SAFETY: `sis` is the swap device of the slot, valid while the
+        // slot is in use (see above).  Other CPUs change some of its
+        // fields: the two read here are read through raw places, `flags`
+        // as one volatile word (its `SWP_FS_OPS` bit and `bdev` are set
+        // at swapon and stay).
+        let (flags, bdev) = unsafe {
+            (
+                (&raw const (*sis).flags).read_volatile(),
+                (&raw const (*sis).bdev).read(),
+            )
+        };
+        if flags & bindings::SWP_FS_OPS as crate::ffi::c_ulong != 0 || bdev.is_null() {
+            return None;
+        }
+        let _noio = NoIoScope::enter();
+        let mut dev = alloc_noio()?;
+        let mut bvec = MaybeUninit::<bindings::bio_vec>::uninit();
+        let mut bio = MaybeUninit::<bindings::bio>::uninit();
+        let b = bio.as_mut_ptr();
+        // SAFETY: `bio_init()` initialises the bio on our stack with one
+        // vector slot, `bvec`, both living until `bio_uninit()`; the folio
+        // is ours and stays so; `submit_bio_wait()` returns once the read
+        // has ended; the slot's sector is `folio`'s, locked in the swap
+        // cache, whose device write completed before it left the cache.
+        let err = unsafe {
+            bindings::bio_init(b, bdev, bvec.as_mut_ptr(), 1, bindings::req_op_REQ_OP_READ);
+            (*b).bi_iter.bi_sector = bindings::swap_folio_sector(f.as_ptr());
+            bindings::bio_add_folio_nofail(b, dev.as_mut_ptr(), PAGE_SIZE, 0);
+            let err = bindings::submit_bio_wait(b);
+            bindings::bio_uninit(b);
+            err
+        };
+        if err != 0 {
+            return None;
+        }
+        // INVARIANT: the read completed into the folio, which has neither
+        // mapping nor private data.
+        Some(DeviceCopy(dev))
     }
 }
