@@ -123,6 +123,33 @@ int gcma_param_thp_mode(char *arg);
 struct gcma_request gcma_boot_request(unsigned int idx);
 bool gcma_boot_dma_cma(void);
 
+/**
+ * struct gcma_of_node - what of.c read of a "guarantee" reserved-memory node
+ * @name: the node's full name, "<name>[@<unit address>]"
+ * @base: physical base of the range the reserved-memory code placed
+ * @size: its size in bytes
+ * @reusable: the "reusable" property
+ * @no_map: the "no-map" property
+ * @thp: "linux,gcma-thp", an area for transparent huge pages only
+ * @dma_default: "linux,cma-default", the default DMA area
+ */
+struct gcma_of_node {
+	const char *name;
+	phys_addr_t base;
+	phys_addr_t size;
+	bool reusable;
+	bool no_map;
+	bool thp;
+	bool dma_default;
+};
+
+/*
+ * Checks a node (Rust, boot_params.rs): returns the length of the area's
+ * name, the node's name before '@', or 0 after a message saying why the
+ * node makes no area.
+ */
+size_t gcma_of_check_node(struct gcma_of_node node);
+
 struct page *gcma_alloc(struct gcma_area *area, unsigned long count,
 			unsigned int align, bool no_warn);
 struct page *gcma_alloc_gfp(struct gcma_area *area, unsigned long count,

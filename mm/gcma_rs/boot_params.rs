@@ -315,3 +315,46 @@ early_params! {
 pub(crate) extern "C" fn gcma_boot_dma_cma() -> bool {
     DMA_CMA.get()
 }
+
+/// Checks the device-tree node `node` that `of.c` read (`struct
+/// gcma_of_node`, `include/linux/gcma.h`) with [`crate::of_node`], and
+/// returns the length of the area's name (the node's name before its unit
+/// address); 0 after a message naming the node and the reason if the node
+/// makes no area.  Called while the kernel scans `/reserved-memory`,
+/// earlier than the early parameters' handlers, with the same limits.
+///
+/// # Safety
+///
+/// `node.name` points to a NUL-terminated string valid for the duration
+/// of the call.
+#[cfg(CONFIG_GCMA_OF)]
+#[no_mangle]
+pub(crate) unsafe extern "C" fn gcma_of_check_node(node: bindings::gcma_of_node) -> usize {
+    use crate::of_node::{check_of_node, OfLimits, OfNode};
+    // SAFETY: a NUL-terminated string valid for the call (the caller's
+    // contract).
+    let name = unsafe { CStr::from_char_ptr(node.name) };
+    let limits = OfLimits {
+        cma_align: (kernel::mm::PAGE_SIZE as u64) << kernel::mm::zone::pageblock_order(),
+        pmd_size: (kernel::mm::pages_in_order(kernel::mm::PMD_ORDER) * kernel::mm::PAGE_SIZE)
+            as u64,
+        thp_built: cfg!(CONFIG_GCMA_THP),
+        name_max: bindings::GCMA_AREA_NAME_LEN as usize - 1,
+    };
+    let facts = OfNode {
+        name: name.as_bytes(),
+        base: node.base,
+        size: node.size,
+        reusable: node.reusable,
+        no_map: node.no_map,
+        thp: node.thp,
+        dma_default: node.dma_default,
+    };
+    match check_of_node(&facts, &limits) {
+        Ok(len) => len,
+        Err(e) => {
+            pr_err!("{}: {}; not reserved\n", name, e);
+            0
+        }
+    }
+}

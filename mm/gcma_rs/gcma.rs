@@ -32,7 +32,9 @@
 //! - [`init`]: `gcma_rs_init()`, which takes the areas over at boot.
 //! - [`boot_params`]: the handlers of the early parameters, which C
 //!   registers, checking the values with the pure parsers of [`cmdline`]
-//!   (also built on the host) and keeping them.
+//!   (also built on the host) and keeping them; and the check of a
+//!   device-tree area's node, on the pure `of_node` (also built on the
+//!   host), which `of.c` asks.
 //! - [`retire`]: pages found bad (hardware-poisoned, in a bad state, or a
 //!   copy out of them failed) taken out of use for good, and runs given
 //!   up because they hold such pages.
@@ -74,6 +76,8 @@ mod dmem_verify;
 mod entry;
 mod frag;
 mod init;
+#[cfg(CONFIG_GCMA_OF)]
+mod of_node;
 mod retire;
 mod sysfs;
 #[cfg(CONFIG_GCMA_THP)]

@@ -9,9 +9,10 @@
  * names the area: /sys/kernel/mm/gcma/<name>, /dev/dma_heap/<name>.  The
  * reserved-memory core places and reserves the memory ("reg", or "size"
  * with "alignment" and "alloc-ranges") and calls gcma_rmem_setup(), which
- * checks the node and puts the area in the table of reserve.c, registered
- * with CMA under the same name like a "gcma=" area.  A device whose node
- * names the area in "memory-region" and whose driver calls
+ * checks the node (its own properties and name in Rust, of_node.rs, through
+ * gcma_of_check_node()) and puts the area in the table of reserve.c,
+ * registered with CMA under the same name like a "gcma=" area.  A device
+ * whose node names the area in "memory-region" and whose driver calls
  * of_reserved_mem_device_init() gets it as its CMA area, so that its
  * dma_alloc_coherent(), dma_alloc_pages() and every other allocation of
  * the DMA API's contiguous path come from the area.  "linux,cma-default"
@@ -22,6 +23,11 @@
  * "guarantee" nodes to this file.  A node refused here is refused with a
  * message naming it; the core then gives its memory back to the page
  * allocator and the kernel boots without the area.
+ *
+ * This is C because reserved-memory handlers are registered with a C macro
+ * (RESERVEDMEM_OF_DECLARE) and run while the kernel scans the flattened
+ * device tree, before the page allocator exists, on functions of memblock
+ * and of the FDT scan that are __init.
  */
 
 #define pr_fmt(fmt) "gcma: " fmt
@@ -180,10 +186,15 @@ static const char * __init gcma_of_claimed(unsigned long node, bool nomap,
 static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 {
 	unsigned long node = rmem->fdt_node;
-	bool thp = of_get_flat_dt_prop(node, GCMA_OF_PROP_THP, NULL);
-	bool dflt = of_get_flat_dt_prop(node, "linux,cma-default", NULL);
-	bool nomap = of_get_flat_dt_prop(node, "no-map", NULL);
-	phys_addr_t align = thp ? PMD_SIZE : CMA_MIN_ALIGNMENT_BYTES;
+	struct gcma_of_node facts = {
+		.name = rmem->name,
+		.base = rmem->base,
+		.size = rmem->size,
+		.reusable = of_get_flat_dt_prop(node, "reusable", NULL),
+		.no_map = of_get_flat_dt_prop(node, "no-map", NULL),
+		.thp = of_get_flat_dt_prop(node, GCMA_OF_PROP_THP, NULL),
+		.dma_default = of_get_flat_dt_prop(node, "linux,cma-default", NULL),
+	};
 	char name[GCMA_AREA_NAME_LEN];
 	struct gcma_area *area;
 	const char *other;
@@ -206,52 +217,30 @@ static int __init gcma_rmem_setup(struct reserved_mem *rmem)
 		return -ENOENT;
 	}
 	other = of_get_flat_dt_prop(node, "reg", NULL) ?
-		gcma_of_claimed(node, nomap, rmem->base, rmem->size) : NULL;
+		gcma_of_claimed(node, facts.no_map, rmem->base, rmem->size) : NULL;
 	if (other) {
 		pr_err("%s: [%pa+%pa] overlaps %s; not reserved\n",
 		       rmem->name, &rmem->base, &rmem->size, other);
 		return -ENOENT;
 	}
 
-	if (!of_get_flat_dt_prop(node, "reusable", NULL) || nomap) {
-		pr_err("%s: a \"guarantee\" pool must be \"reusable\" and mapped (no \"no-map\"); not reserved\n",
-		       rmem->name);
+	/* The node's own properties, and its name (Rust: of_node.rs). */
+	len = gcma_of_check_node(facts);
+	if (!len || len >= sizeof(name))
 		return -EINVAL;
-	}
-	if (thp && dflt) {
-		pr_err("%s: \"%s\" and \"linux,cma-default\" together: a THP area cannot serve devices; not reserved\n",
-		       rmem->name, GCMA_OF_PROP_THP);
-		return -EINVAL;
-	}
-	if (thp && !IS_ENABLED(CONFIG_GCMA_THP)) {
-		pr_err("%s: \"%s\" needs CONFIG_GCMA_THP; not reserved\n",
-		       rmem->name, GCMA_OF_PROP_THP);
-		return -EINVAL;
-	}
-	if (!IS_ALIGNED(rmem->base | rmem->size, align)) {
-		pr_err("%s: [%pa+%pa] is not aligned to %pa bytes; not reserved\n",
-		       rmem->name, &rmem->base, &rmem->size, &align);
-		return -EINVAL;
-	}
-	len = strcspn(rmem->name, "@");
-	if (!len || len >= sizeof(name)) {
-		pr_err("%s: an area's name (the node name before '@') has 1 to %d characters; not reserved\n",
-		       rmem->name, GCMA_AREA_NAME_LEN - 1);
-		return -EINVAL;
-	}
 	memcpy(name, rmem->name, len);
 	name[len] = '\0';
-	area = gcma_add_area(name, rmem->base, rmem->size, thp);
+	area = gcma_add_area(name, rmem->base, rmem->size, facts.thp);
 	if (IS_ERR(area)) {
 		pr_err("%s: %s; not reserved\n", rmem->name,
 		       PTR_ERR(area) == -EEXIST ? "another area has this name" :
 		       "too many areas");
 		return PTR_ERR(area);
 	}
-	if (dflt && area->cma) {
+	if (facts.dma_default && area->cma) {
 		dma_contiguous_default_area = area->cma;
 		pr_info("%s is the default DMA CMA area\n", area->name);
-	} else if (dflt) {
+	} else if (facts.dma_default) {
 		pr_err("%s: not a CMA area, so not the default DMA area\n",
 		       area->name);
 	}

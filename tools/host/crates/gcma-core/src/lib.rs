@@ -22,14 +22,22 @@ mod area_map;
 #[path = "../../../../../mm/gcma_rs/cmdline.rs"]
 mod cmdline;
 
+// The checks of a device-tree area's node (`mm/gcma_rs/of_node.rs`), which
+// only the tests use here.
+#[cfg(test)]
+#[path = "../../../../../mm/gcma_rs/of_node.rs"]
+mod of_node;
+
 pub mod baseline;
 pub mod bench;
 pub mod rng;
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod cmdline_tests;
+#[cfg(test)]
+mod of_node_tests;
+#[cfg(test)]
+mod tests;
 
 /// The constants and options of the kernel this crate mirrors, from the
 /// configured kernel tree when there is one (see `build.rs`).
