@@ -125,7 +125,8 @@ bool gcma_boot_dma_cma(void);
 
 /**
  * struct gcma_of_node - what of.c read of a "guarantee" reserved-memory node
- * @name: the node's full name, "<name>[@<unit address>]"
+ * @name: the node's full name, "<name>[@<unit address>]", non-NULL and
+ *	NUL-terminated
  * @base: physical base of the range the reserved-memory code placed
  * @size: its size in bytes
  * @reusable: the "reusable" property

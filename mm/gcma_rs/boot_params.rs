@@ -18,6 +18,9 @@
 //! - `gcma.thp_mode=`: `gcma_param_thp_mode` (`thp.c`); read by
 //!   `thp::init()`.
 //!
+//! `of.c` asks `gcma_of_check_node` about each device-tree node of a GCMA
+//! area, which [`crate::of_node`] checks.
+//!
 //! The handlers run during early boot, from the architecture's setup
 //! code, before the crate's state exists (`gcma_rs_init()` comes at
 //! `subsys_initcall` time): the code here only parses ([`crate::cmdline`]),
@@ -320,19 +323,22 @@ pub(crate) extern "C" fn gcma_boot_dma_cma() -> bool {
 /// gcma_of_node`, `include/linux/gcma.h`) with [`crate::of_node`], and
 /// returns the length of the area's name (the node's name before its unit
 /// address); 0 after a message naming the node and the reason if the node
-/// makes no area.  Called while the kernel scans `/reserved-memory`,
-/// earlier than the early parameters' handlers, with the same limits.
+/// makes no area.  Called while the kernel takes the `/reserved-memory`
+/// nodes (on arm64 after the early parameters' handlers), before the page
+/// allocator and the crate's state exist: like the handlers, it only
+/// checks and prints.
 ///
 /// # Safety
 ///
-/// `node.name` points to a NUL-terminated string valid for the duration
-/// of the call.
+/// `node.name` is non-NULL and points to a NUL-terminated string that
+/// nobody writes for the duration of the call.
 #[cfg(CONFIG_GCMA_OF)]
 #[no_mangle]
 pub(crate) unsafe extern "C" fn gcma_of_check_node(node: bindings::gcma_of_node) -> usize {
     use crate::of_node::{check_of_node, OfLimits, OfNode};
-    // SAFETY: a NUL-terminated string valid for the call (the caller's
-    // contract).
+    // SAFETY: non-NULL, NUL-terminated and not written during the call
+    // (the caller's contract: `of.c` passes the node's name in the
+    // flattened tree); `name` does not outlive the call.
     let name = unsafe { CStr::from_char_ptr(node.name) };
     let limits = OfLimits {
         cma_align: (kernel::mm::PAGE_SIZE as u64) << kernel::mm::zone::pageblock_order(),
