@@ -366,17 +366,18 @@ pub mod verify {
         let _nofs = NoFsScope::enter();
         let mut dev = alloc_noio()?;
         let d = dev.as_mut_ptr();
-        // SAFETY: `d` is our folio, in no cache (a `PrivateFolio`); its
-        // fields are written through raw places, as a walker of the memory
-        // map may read its flags and count meanwhile.  It gets the mapping
-        // and the index of `folio` without entering the page cache: the
-        // file system reads it as the miss would have, and DMEM's read hook
-        // leaves it to the device (it is not the folio the page cache holds
-        // at that index).  The mapping stays valid while `folio` is locked,
-        // which lasts past the point where `d` leaves it below.  The file
-        // system takes a NULL file and such a folio (`SB_I_GCMA_DMEM`,
-        // checked above); `->read_folio()` takes it locked and unlocks it
-        // when the read ends, with or without an error.
+        // `d` gets the mapping and the index of `folio` without entering
+        // the page cache: the file system reads it as the miss would have,
+        // and DMEM's read hook leaves it to the device (it is not the folio
+        // the page cache holds at that index).  Its fields are written
+        // through raw places, as a walker of the memory map may read its
+        // flags and count meanwhile.  `->read_folio()` takes it locked and
+        // unlocks it when the read ends, error or not.
+        //
+        // SAFETY: `d` is our folio, in no cache (a `PrivateFolio`).  The
+        // mapping stays valid while `folio` is locked, past the point where
+        // `d` leaves it below.  The file system takes a NULL file and such
+        // a folio (`SB_I_GCMA_DMEM`, checked above).
         let err = unsafe {
             bindings::__folio_set_locked(d);
             let page = &raw mut (*d).__bindgen_anon_1.__bindgen_anon_1;
